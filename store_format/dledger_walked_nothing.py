@@ -97,16 +97,17 @@ checkpoint's ``logicsPhysicalOffset`` below the next one's first message) and th
 ``getData`` hands the bytes up to the file's read position, its end: a failed check jumps there, and DLedger's blank
 magic (-1, ``MmapFileList.BLANK_MAGIC_CODE``: size 0, success) rolls there (``DLedgerCommitLog.rollNextFile``), the
 next data file's start, from which the reput walks the entries like any reput onto the queues as the cut left them,
-the records from ``processOffset`` to there dispatched by no one (``DLedgerCrash.gap``); modelled without ext files
+the records from ``processOffset`` to there dispatched by no one (``DLedgerCrash.gap``); modelled, ext files or not,
 where the parsed messages' units appended to queues the store holds files of end at or before that start (the next
 file's units then all appended after them; ``tests/test_dledger_walked_nothing_2gib_next_file_broker.py``: a failed
 check, a T5 message parsed first, a T0 message parsed first (its unit at T0's write position, the next file's after
 it), the roll, and the jump with the committed position one entry behind the log's end: T9's cut units and T0's of
-the next file appended at their write positions). Refused, one line each: going on elsewhere than those three
-(another data file's end; an entry's start after parsed messages; no broker case), the next data file's start with
-ext files or after a parsed unit appended to a queue the store holds files of that ends past it (its max would drop
-the next file's units there: not checked, :func:`_ends_past`), 2147483647 at or before ``processOffset`` (the reput
-before the walk's data file).
+the next file appended at their write positions; with ext files, the plain jump and the T0 message: each ext unit put
+after the ext end ``recover`` left, the parsed one's first). Refused, one line each: going on elsewhere than those
+three (another data file's end; an entry's start after parsed messages; no broker case), the next data file's start
+after a parsed unit appended to a queue the store holds files of that ends past it (its max would drop the next
+file's units there: not checked, :func:`_ends_past`), 2147483647 at or before ``processOffset`` (the reput before the
+walk's data file).
 A parsed message for a batch queue is modelled: for one the store holds no file of, ``findOrCreateConsumeQueue``
 creates a ``BatchConsumeQueue`` (its max physical offset -1) and ``putBatchMessagePositionInfo`` appends the unit at
 its start, no ``fillPreBlank`` units whatever its ``INNER_BASE`` (the rebuild's own dispatch of a new batch queue);
@@ -191,15 +192,13 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                                      config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
                                      on_disk.ext_end, -1 if v55 else process_offset,
                                      bcq_file_size=config.mapperFileSizeBatchConsumeQueue)
-            if goes_on == file_end < confirm_offset and (config.enableConsumeQueueExt
-                                                          or _ends_past(placed, file_end)):
-                what = "with ext files" if config.enableConsumeQueueExt else \
-                    "after parsing a message whose unit, appended to a queue the store holds files of, ends past it"
+            if goes_on == file_end < confirm_offset and _ends_past(placed, file_end):
                 raise refusal(f"{why}: the start's reput, set at {inside_from} (a queue truncateDirtyLogicFiles left "
                               f"with fillPreBlank units only), inside an entry, goes on at the next data file's start "
-                              f"{goes_on}, before DLedger's committed position {confirm_offset}, {what} "
-                              "(modelled there: no ext files, the parsed units in such queues ending at or before "
-                              "it)")
+                              f"{goes_on}, before DLedger's committed position {confirm_offset}, after parsing a "
+                              "message whose unit, appended to a queue the store holds files of, ends past it (its max "
+                              "would drop the next file's units there: not checked; modelled: such units ending at "
+                              "or before it)")
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
@@ -228,7 +227,7 @@ def _parsed_refusal(goes_on: int, *, reput: int, process_offset: int, confirm_of
     ``file_end``, the end of the data file the reput is set in, before the committed position (a failed check's jump
     to the end of the bytes ``getData`` hands, the file's read position, or ``rollNextFile`` after DLedger's blank
     magic), where the reput walks the next file's entries (:func:`reput_after_cut` refuses it after a parsed unit
-    appended to a queue the store holds files of that ends past there, :func:`_ends_past`, or with ext files).
+    appended to a queue the store holds files of that ends past there, :func:`_ends_past`).
     Refused: going on anywhere else, and a reput at or before ``process_offset``."""
     at_file_end = goes_on == file_end < confirm_offset
     if (goes_on not in (log_end, confirm_offset) and not at_file_end) or not reput < confirm_offset <= log_end \

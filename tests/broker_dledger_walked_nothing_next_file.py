@@ -20,7 +20,8 @@ hands, the 22nd file's end (its read position: the whole file; DLedger's committ
 2147483647 in that T0 body: the check parses it first, then fails on the 'x' bytes after it; ``-embedded-t0``
 (:func:`next_file_embedded_t0_scenario`), a T0 message there, for a queue the store holds files of; ``-roll``
 (:func:`next_file_roll_scenario`), DLedger's blank magic there; ``-committed`` (:func:`next_file_committed_scenario`),
-DLedger's committed position one entry behind the log's end.
+DLedger's committed position one entry behind the log's end; ``-ext`` and ``-embedded-t0-ext``
+(:func:`next_file_ext_scenario`, :func:`next_file_embedded_t0_ext_scenario`), ``enableConsumeQueueExt=true``.
 """
 from __future__ import annotations
 
@@ -111,3 +112,17 @@ def next_file_embedded_t0_scenario(line: str = "5.5.1") -> dict:
     sc = next_file_scenario(line)
     return with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, f"{sc['name']}-embedded-t0",
                                  retargeted(2**31 - 1, b"T0", EMBEDDED_T0_QUEUE_OFFSET))
+
+
+def next_file_ext_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-ext``: :func:`next_file_scenario` with
+    ``enableConsumeQueueExt=true`` (default ext file size)."""
+    sc = next_file_scenario(line)
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}
+
+
+def next_file_embedded_t0_ext_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0-ext``: :func:`next_file_embedded_t0_scenario`
+    with ``enableConsumeQueueExt=true``."""
+    sc = next_file_embedded_t0_scenario(line)
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}

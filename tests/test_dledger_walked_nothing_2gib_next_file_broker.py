@@ -10,15 +10,18 @@ new queue); ``-next-file-embedded-t0``, a T0 message (a queue the store holds fi
 write position the cut left, the 23rd file's T0 units after it); ``-next-file-roll``, DLedger's blank magic there
 (``DLedgerCommitLog.checkMessageAndReturnSize``: size 0, success) and ``doReput`` rolls
 (``DLedgerCommitLog.rollNextFile``) to the same place; ``-next-file-committed``, the jump with DLedger's committed
-position one entry behind the log's end. From the 23rd data file's start the reput walks the entries: T9's units of
-queue offsets 1 and 2 appended after its ``fillPreBlank`` unit, T0's units of that file at T0's write position as
-the cut left it (their queue offsets past it: ``putMessagePositionInfo`` appends them all the same), the 22nd file's
-units (T0's, and T9's queue offset 0 the planted file replaced) lost.
+position one entry behind the log's end. ``-next-file-ext`` and ``-next-file-embedded-t0-ext``: the jump and the T0
+message with ext files (``enableConsumeQueueExt=true``): each unit appended holds the address of the ext unit
+``putMessagePositionInfoWrapper`` put for it after the ext end ``recover`` left. From the 23rd data file's start the
+reput walks the entries: T9's units of queue offsets 1 and 2 appended after its ``fillPreBlank`` unit, T0's units of
+that file at T0's write position as the cut left it (their queue offsets past it: ``putMessagePositionInfo`` appends
+them all the same), the 22nd file's units (T0's, and T9's queue offset 0 the planted file replaced) lost.
 
 What the broker wrote is asserted first (its data files, the bytes at 2147483647, the queues after ``load()`` and
 after the reput, the units appended and the index keys); then ``verify`` on the store as the restart found it
-predicts that restart (units lost and put again, index keys, the plan's jump).  ``rebuild --as-restart`` does not
-apply: it rebuilds the queues from no file, so no cut sets the reput at 2147483647.
+predicts that restart (units lost and put again, index keys, ext units appended and orphaned, the plan's jump).
+``rebuild --as-restart`` does not apply: it rebuilds the queues from no file, so no cut sets the reput at
+2147483647.
 """
 from __future__ import annotations
 
@@ -51,7 +54,9 @@ from broker_dledger_walked_nothing_next_file import (
     T9_SIZE,
     next_file_committed_scenario,
     next_file_embedded_scenario,
+    next_file_embedded_t0_ext_scenario,
     next_file_embedded_t0_scenario,
+    next_file_ext_scenario,
     next_file_roll_scenario,
     next_file_scenario,
 )
@@ -67,13 +72,14 @@ CUT = NEXT_FILE - 100_000_000   # processOffset: the 22nd data file's start, whe
 T0_RECORD = T0_ENTRY - ENTRY_HEADER_SIZE
 CUT_T0 = 23601 + 1    # the 22nd data file's T0 entries: 23601 and the last, shorter one
 SCENARIOS = {"jump": next_file_scenario, "embedded": next_file_embedded_scenario, "roll": next_file_roll_scenario,
-             "committed": next_file_committed_scenario, "embedded-t0": next_file_embedded_t0_scenario}
+             "committed": next_file_committed_scenario, "embedded-t0": next_file_embedded_t0_scenario,
+             "ext": next_file_ext_scenario, "embedded-t0-ext": next_file_embedded_t0_ext_scenario}
 
 
 def _message(kind: str) -> bytes:
     """The message planted at 2147483647 in the ``kind`` store (b"": none)."""
     return {"embedded": embedded_message(BLANK_MAX),
-            "embedded-t0": retargeted(BLANK_MAX, b"T0", EMBEDDED_T0_QUEUE_OFFSET)}.get(kind, b"")
+            "embedded-t0": retargeted(BLANK_MAX, b"T0", EMBEDDED_T0_QUEUE_OFFSET)}.get(kind.removesuffix("-ext"), b"")
 
 
 def _entry(src, at: int) -> bytes:  # noqa: ANN001
@@ -94,6 +100,19 @@ def _index_keys_below(src, end: int) -> list[int]:  # noqa: ANN001
         out += [o for i in range(1, n) for o in struct.unpack(">q", b[base + 20 * i + 4:base + 20 * i + 12])
                 if o < end]
     return out
+
+
+def _ext_orphans(src, queue: str, after: dict) -> int:  # noqa: ANN001
+    """The broker's ext units of ``queue`` (``consumequeue_ext/``, 20 bytes each: no filter bitmap) below its ext
+    end (``after``: the writer's ``queuesAfterDispatch`` row) that no unit of its consume queue below its write
+    position points at."""
+    end, write = int(after["extMaxOffset"]), int(after["maxOffset"])
+    assert end % 20 == 0, end
+    units = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / queue).iterdir()))[:write]
+    pointed = {t + 2**63 for i in range(0, write, 20) for (t,) in [struct.unpack(">q", units[i + 12:i + 20])]
+               if t < -2**62}
+    assert all(a < end for a in pointed), (queue, end)
+    return end // 20 - len(pointed)
 
 
 def _as_the_broker(kind: str, tmp_path):  # noqa: ANN001, ANN202
@@ -132,13 +151,18 @@ def _as_the_broker(kind: str, tmp_path):  # noqa: ANN001, ANN202
     wp = int(loaded["T0/0"]["maxOffset"])   # T0's write position after the cut: the 23rd file's units there
     size = int(sc["config"]["mappedFileSizeConsumeQueue"])
     t0 = (src / "expected" / "consumequeue" / "T0" / "0" / f"{wp - wp % size:020d}").read_bytes()[wp % size:]
-    if kind == "embedded-t0":   # the parsed T0 unit first, at the write position (its queue offset past it)
-        assert t0[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and EMBEDDED_T0_QUEUE_OFFSET * 20 > wp
-        t0, wp = t0[20:], wp + 20
+    # with ext files ConsumeQueueExt.put first: each unit appended holds its ext unit's address (decorate), after
+    # every T0 unit's ext unit, the cut ones too
+    parsed = kind.startswith("embedded-t0")
+    ext_at = int(loaded["T0/0"]["extMaxOffset"]) if kind.split("-")[-1] == "ext" else None
+    tags = [0] * (NEXT_T0 + parsed) if ext_at is None else [ext_at + 20 * k - 2**63 for k in range(NEXT_T0 + parsed)]
+    if parsed:   # the parsed T0 unit first, at the write position (its queue offset past it)
+        assert t0[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), tags[0]) and EMBEDDED_T0_QUEUE_OFFSET * 20 > wp
+        t0, wp, tags = t0[20:], wp + 20, tags[1:]
     assert int(after["T0/0"]["maxOffset"]) == wp + 20 * NEXT_T0, after["T0/0"]
     first_t0 = NEXT_FILE + T9_SIZE + ENTRY_HEADER_SIZE
-    assert [struct.unpack(">qi", t0[i:i + 12]) for i in range(0, 20 * NEXT_T0, 20)] == [
-        (first_t0 + k * T0_ENTRY, T0_RECORD) for k in range(NEXT_T0)], t0[:40].hex()
+    assert [struct.unpack(">qiq", t0[i:i + 20]) for i in range(0, 20 * NEXT_T0, 20)] == [
+        (first_t0 + k * T0_ENTRY, T0_RECORD, tags[k]) for k in range(NEXT_T0)], t0[:40].hex()
     after_them = struct.unpack(">qi", t0[20 * NEXT_T0:20 * NEXT_T0 + 12])   # a cut unit's bytes, past the max
     assert CUT <= after_them[0] < NEXT_FILE and after_them[1] == T0_RECORD, after_them
     queue_offset = struct.unpack(">q", log_bytes(src, first_t0 + 20, 8))[0]   # its QUEUEOFFSET field
@@ -167,7 +191,7 @@ def test_verify_predicts_the_reput_going_on_at_the_next_data_file(kind: str, tmp
     p, note, crash = _verify(src, tmp_path, monkeypatch)
     past = kind == "committed"   # the last T9 message lies past the committed position: no unit of the reference
     # the last T9's unit in both; the parsed T0 unit held, no record's
-    lost = queued_messages(sc) - held_units(src, ends=after, leave_out="T5") + (kind == "embedded-t0")
+    lost = queued_messages(sc) - held_units(src, ends=after, leave_out="T5") + kind.startswith("embedded-t0")
     assert p["units_lost"] == lost == CUT_T0 + 1, (p["units_lost"], lost, note)
     assert p["units_dispatched_again"] == NEXT_T0 + 2 - past, (p["units_dispatched_again"], note)
     keys = _index_keys_below(src, committed)
@@ -178,7 +202,13 @@ def test_verify_predicts_the_reput_going_on_at_the_next_data_file(kind: str, tmp
     assert crash.cut is not None and crash.cut.inside_from == BLANK_MAX and crash.cut.inside_records == records
     whole = {(q.topic, q.queue_id): q.parsed_at for q in crash.cut.inside_placed.whole}   # T0 replayed from the cut
     wp = int(w["queuesAfterLoad"]["T0/0"]["maxOffset"])
-    assert whole == ({("T0", 0): (wp,)} if kind == "embedded-t0" else {}), whole
+    assert whole == ({("T0", 0): (wp,)} if kind.startswith("embedded-t0") else {}), whole
+    if kind.split("-")[-1] == "ext":   # the ext units the reput put, those no unit below the write position points at
+        figures = {f["queue"]: f for f in p["queues"]}
+        for q, n in (("T0/0", NEXT_T0 + kind.startswith("embedded-t0")), ("T9/0", 2)):
+            assert int(after[q]["extMaxOffset"]) - int(w["queuesAfterLoad"][q]["extMaxOffset"]) == 20 * n, after[q]
+            got = (figures[q]["ext_units_appended"], figures[q]["ext_units_orphaned"])
+            assert got == (n, _ext_orphans(src, q, after[q])), (q, got)
     assert crash.inside_keys == tuple(a for a, _b in records), crash.inside_keys
     assert f"or reads DLedger's blank magic and rolls: either way to the next data file's start, {NEXT_FILE}" in note
     assert f"the records from {CUT} to {NEXT_FILE} are dispatched by no one" in note, note

@@ -241,15 +241,17 @@ def test_the_next_data_file_after_a_held_queues_unit_ending_before_it_is_modelle
     assert [(q.topic, q.parsed_at) for q in cut.inside_placed.whole] == [("T0", (9_912_420,))], cut.inside_placed
 
 
-@pytest.mark.parametrize("units,config,text", [
-    ((ParsedUnit("T0", 0, FILE_END + 500, 111, 600_000, 0, own=True, batch=False),), {},
-     "whose unit, appended to a queue the store holds files of, ends past it"),
-    ((), {"enableConsumeQueueExt": True}, "with ext files"),
-], ids=["held-queue-past", "ext"])
-def test_the_next_data_file_stays_refused_after_a_held_queues_unit_ending_past_it_or_with_ext_files(
-        units: tuple, config: dict, text: str) -> None:
-    """A parsed unit whose end (its PHYSICALOFFSET field's) lies past the next data file's start, whose units that
-    queue's max would then drop, and ext units from there: no broker case; one line."""
-    with pytest.raises(UnsupportedConfigError, match=text) as e:
-        _reput_to_next_file(units, **config)
+def test_the_next_data_file_with_ext_files_is_modelled() -> None:
+    """Broker cases -next-file-ext and -next-file-embedded-t0-ext."""
+    reput, cut = _reput_to_next_file((T5,), enableConsumeQueueExt=True)
+    assert reput == FILE_END and cut is not None and cut.inside_placed.ext_put == (("T5", 0, 1),), cut
+
+
+@pytest.mark.parametrize("offset", [FILE_END + 500, FILE_END - 110], ids=["past", "just-past"])
+def test_the_next_data_file_stays_refused_after_a_held_queues_unit_ending_past_it(offset: int) -> None:
+    """A parsed unit whose end (its PHYSICALOFFSET field + size) lies past the next data file's start, whose units
+    that queue's max would then drop: no broker case; one line."""
+    with pytest.raises(UnsupportedConfigError, match="whose unit, appended to a queue the store holds files of, ends "
+                       "past it") as e:
+        _reput_to_next_file((ParsedUnit("T0", 0, offset, 111, 600_000, 0, own=True, batch=False),))
     assert f"set at {BLANK_MAX} " in str(e.value) and "\n" not in str(e.value), str(e.value)
