@@ -92,17 +92,31 @@ offset 5 whose planted file the cut deleted; on the 5.3.3 broker too,
 ``-embedded-light-emptied`` store's ``%LMQ%q1``, its max after the cut ``processOffset`` too, the light unit at
 queue byte 40 after 2 ``fillPreBlank`` units); 5.3.3's
 ``doReput``, ``DLedgerCommitLog.getData`` and ``putMessagePositionInfo`` read the same (and
-``multiDispatchLmqQueue``). Refused, one line each: going on elsewhere than those two (a data file's end or a roll
-before the committed position: the next data file's start; an entry's start after parsed messages; no broker case),
-2147483647 at or before ``processOffset`` (the reput before the walk's data file).  A parsed message for a batch
-queue is modelled: for one the store holds no file of, ``findOrCreateConsumeQueue`` creates a ``BatchConsumeQueue``
-(its max physical offset -1) and ``putBatchMessagePositionInfo`` appends the unit at its start, no ``fillPreBlank``
-units whatever its ``INNER_BASE`` (the rebuild's own dispatch of a new batch queue); for one on disk, from the write
-position and max ``BatchConsumeQueue.truncateDirtyLogicFiles`` left (a file staying: after its units below
-``processOffset``, the max the start of the last; none: ``processOffset - 1`` and a first file at 0), no queue
-offset check (:func:`_placed_on_disk`).  Broker cases ``tests/test_dledger_walked_nothing_2gib_batch_broker.py``
-(``INNER_BASE`` 7, ``INNER_NUM`` 3): a new B5/0, the unit at 0; B5/0 planted with one unit below the cut, the unit
-appended at 46; planted with one past it, the file deleted, a new one at 0, the unit there.
+``multiDispatchLmqQueue``). Where 2147483647 lies in a data file before the last (the walk starting there: the
+checkpoint's ``logicsPhysicalOffset`` below the next one's first message) and the committed position past that file,
+``getData`` hands the bytes up to the file's read position, its end: a failed check jumps there, and DLedger's blank
+magic (-1, ``MmapFileList.BLANK_MAGIC_CODE``: size 0, success) rolls there (``DLedgerCommitLog.rollNextFile``), the
+next data file's start, from which the reput walks the entries like any reput onto the queues as the cut left them,
+the records from ``processOffset`` to there dispatched by no one (``DLedgerCrash.gap``); modelled, ext files or not,
+where the parsed messages' units appended to queues the store holds files of end at or before that start (the next
+file's units then all appended after them; ``tests/test_dledger_walked_nothing_2gib_next_file_broker.py``: a failed
+check, a T5 message parsed first, a T0 message parsed first (its unit at T0's write position, the next file's after
+it), the roll, and the jump with the committed position one entry behind the log's end: T9's cut units and T0's of
+the next file appended at their write positions; with ext files, the plain jump and the T0 message: each ext unit put
+after the ext end ``recover`` left, the parsed one's first). Refused, one line each: going on elsewhere than those
+three (another data file's end; an entry's start after parsed messages; no broker case), the next data file's start
+after a parsed unit appended to a queue the store holds files of that ends past it (its max would drop the next
+file's units there: not checked, :func:`_ends_past`), 2147483647 at or before ``processOffset`` (the reput before the
+walk's data file).
+A parsed message for a batch queue is modelled: for one the store holds no file of, ``findOrCreateConsumeQueue``
+creates a ``BatchConsumeQueue`` (its max physical offset -1) and ``putBatchMessagePositionInfo`` appends the unit at
+its start, no ``fillPreBlank`` units whatever its ``INNER_BASE`` (the rebuild's own dispatch of a new batch queue);
+for one on disk, from the write position and max ``BatchConsumeQueue.truncateDirtyLogicFiles`` left (a file staying:
+after its units below ``processOffset``, the max the start of the last; none: ``processOffset - 1`` and a first file
+at 0), no queue offset check (:func:`_placed_on_disk`). Broker cases
+``tests/test_dledger_walked_nothing_2gib_batch_broker.py`` (``INNER_BASE`` 7, ``INNER_NUM`` 3): a new B5/0, the unit
+at 0; B5/0 planted with one unit below the cut, the unit appended at 46; planted with one past it, the file deleted,
+a new one at 0, the unit there.
 """
 from __future__ import annotations
 
@@ -136,7 +150,8 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     ``process_offset`` and one set at 2147483647 inside the log where ``inside`` says (to the log's end or the
     committed position before it, after the messages its check parsed there, ``QueueCut.inside_records``;
     ``QueueCut.inside_from`` the offset it was set at, ``QueueCut.inside_placed`` where their units go in the queues
-    a file of which the cut leaves, :func:`_placed_on_disk`; module docstring, :func:`_parsed_refusal`).
+    a file of which the cut leaves, :func:`_placed_on_disk`; module docstring, :func:`_parsed_refusal`; or at the
+    end of the data file it is set in, the next one's start, before the committed position, where it walks on).
 
     Raises:
         UnsupportedConfigError: with ``recheckReputOffsetFromCq``, a reput set by a queue the cut left inside the log
@@ -166,8 +181,9 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             inside_from, reput = reput, goes_on
         elif truncates and BLANK_MAX == reput < log_end and inside is not None:
             goes_on, records, units = inside(reput)   # inside an entry past 2 GiB: its check there
+            file_end = reput - reput % config.mappedFileSizeCommitLog + config.mappedFileSizeCommitLog
             if why_not := _parsed_refusal(goes_on, reput=reput, process_offset=process_offset,
-                                          confirm_offset=confirm_offset, log_end=log_end):
+                                          confirm_offset=confirm_offset, log_end=log_end, file_end=file_end):
                 raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
                               f"{len(records)} record(s) there ({why_not})")
@@ -176,6 +192,13 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                                      config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
                                      on_disk.ext_end, -1 if v55 else process_offset,
                                      bcq_file_size=config.mapperFileSizeBatchConsumeQueue)
+            if goes_on == file_end < confirm_offset and _ends_past(placed, file_end):
+                raise refusal(f"{why}: the start's reput, set at {inside_from} (a queue truncateDirtyLogicFiles left "
+                              f"with fillPreBlank units only), inside an entry, goes on at the next data file's start "
+                              f"{goes_on}, before DLedger's committed position {confirm_offset}, after parsing a "
+                              "message whose unit, appended to a queue the store holds files of, ends past it (its max "
+                              "would drop the next file's units there: not checked; modelled: such units ending at "
+                              "or before it)")
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
@@ -186,7 +209,8 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                            held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))
 
 
-def _parsed_refusal(goes_on: int, *, reput: int, process_offset: int, confirm_offset: int, log_end: int) -> str:
+def _parsed_refusal(goes_on: int, *, reput: int, process_offset: int, confirm_offset: int, log_end: int,
+                    file_end: int) -> str:
     """Why the reput set at 2147483647 (``reput``) inside an entry past ``process_offset``, whose check parses
     messages and goes on at ``goes_on``, is not modelled ("" when it is).
 
@@ -199,13 +223,27 @@ def _parsed_refusal(goes_on: int, *, reput: int, process_offset: int, confirm_of
     records the reput dispatches after them lie at or past the committed position, where the reference rebuild
     ``verify`` compares with stops.  Their units' queues do not matter here: a batch queue's go by
     ``putBatchMessagePositionInfo`` too, a new one's at its start whatever ``INNER_BASE`` (the rebuild's own
-    dispatch), one on disk's from the state the cut left (:func:`_placed_on_disk`).  Refused: going on anywhere
-    else, and a reput at or before ``process_offset``."""
-    if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
+    dispatch), one on disk's from the state the cut left (:func:`_placed_on_disk`).  Also modelled: going on at
+    ``file_end``, the end of the data file the reput is set in, before the committed position (a failed check's jump
+    to the end of the bytes ``getData`` hands, the file's read position, or ``rollNextFile`` after DLedger's blank
+    magic), where the reput walks the next file's entries (:func:`reput_after_cut` refuses it after a parsed unit
+    appended to a queue the store holds files of that ends past there, :func:`_ends_past`).
+    Refused: going on anywhere else, and a reput at or before ``process_offset``."""
+    at_file_end = goes_on == file_end < confirm_offset
+    if (goes_on not in (log_end, confirm_offset) and not at_file_end) or not reput < confirm_offset <= log_end \
             or reput <= process_offset:
-        return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
-                f"it, set past processOffset {process_offset}")
+        return (f"modelled: at the log's end {log_end}, at DLedger's committed position {confirm_offset} past "
+                f"it, or at the end {file_end} of the data file it is set in before that, set past processOffset "
+                f"{process_offset}")
     return ""
+
+
+def _ends_past(placed: Placed, file_end: int) -> bool:
+    """Whether a parsed unit appended to a queue the store holds files of (``placed.whole``) ends past
+    ``file_end``, where the reput goes on: that queue's max would then reach the next data file's records, whose
+    units ``putMessagePositionInfo`` drops at or below it (not checked against a broker)."""
+    return any(off + size > file_end for q in placed.whole for pos, off, size, _tags in q.units
+               if pos in q.parsed_at)
 
 
 def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], OnDiskCut], cq_file_size: int,

@@ -1,7 +1,8 @@
 """Unit checks of which reputs set at 2147483647 after a DLedger crash walk that dispatched nothing
 :func:`store_format.dledger_walked_nothing._parsed_refusal` models and where
 :func:`store_format.dledger_walked_nothing._placed_on_disk` puts their units (the broker cases:
-``tests/test_dledger_walked_nothing_2gib_broker.py``, ``tests/test_dledger_walked_nothing_2gib_more_broker.py`` and,
+``tests/test_dledger_walked_nothing_2gib_broker.py``, ``tests/test_dledger_walked_nothing_2gib_more_broker.py``,
+``tests/test_dledger_walked_nothing_2gib_next_file_broker.py`` (the jump to the next data file's start) and,
 a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py`` (a new queue) and
 ``tests/test_dledger_walked_nothing_2gib_light_disk_broker.py`` (a queue a file of which the cut leaves),
 ``tests/test_dledger_walked_nothing_2gib_light_emptied_broker.py`` (a queue the cut empties),
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 import pytest
 
+from store_format.config import BrokerConfig
+from store_format.dledger_crash_cut import QueuesOnDisk
 from store_format.dledger_inside_state import ParsedUnit
-from store_format.dledger_walked_nothing import _parsed_refusal, _placed_on_disk
+from store_format.dledger_walked_nothing import _parsed_refusal, _placed_on_disk, reput_after_cut
 from store_format.errors import UnsupportedConfigError
+from store_format.filedump.checkpoint import Checkpoint
 
 BLANK_MAX = 2**31 - 1
 PROCESS, COMMITTED, END = 2_100_000_000, 2_147_484_059, 2_147_484_300
@@ -30,13 +34,23 @@ LIGHT_KEPT = {LIGHT_KEY: (241, True, 20, False)}   # %LMQ%q1 as the cut left it:
 LIGHT_EMPTIED = {LIGHT_KEY: (PROCESS, False, -1, False)}   # %LMQ%q1 whose only file the cut deleted
 
 
-def _why(goes_on: int, *, committed: int = COMMITTED, reput: int = BLANK_MAX) -> str:
-    return _parsed_refusal(goes_on, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=END)
+FILE_END, NEXT_END = 2_200_000_000, 2_200_085_230   # the data file holding 2147483647 ends; a log past it ends
 
 
-@pytest.mark.parametrize("goes_on,committed", [(END, END), (COMMITTED, COMMITTED)], ids=["log-end", "committed"])
-def test_a_jump_to_the_log_end_or_the_committed_position_is_modelled(goes_on: int, committed: int) -> None:
-    assert _why(goes_on, committed=committed) == ""
+def _why(goes_on: int, *, committed: int = COMMITTED, reput: int = BLANK_MAX, end: int = END) -> str:
+    return _parsed_refusal(goes_on, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=end,
+                           file_end=FILE_END)
+
+
+@pytest.mark.parametrize("goes_on,committed,end", [
+    (END, END, END), (COMMITTED, COMMITTED, END),
+    (FILE_END, NEXT_END, NEXT_END), (FILE_END, NEXT_END - 241, NEXT_END),   # the next data file, committed past it
+], ids=["log-end", "committed", "next-file", "next-file-committed"])
+def test_a_jump_to_the_log_end_the_committed_position_or_the_next_data_file_is_modelled(goes_on: int, committed: int,
+                                                                                      end: int) -> None:
+    """The broker cases: tests/test_dledger_walked_nothing_2gib_broker.py (log's end, committed position) and
+    tests/test_dledger_walked_nothing_2gib_next_file_broker.py (the data file's end, the next one's start)."""
+    assert _why(goes_on, committed=committed, end=end) == ""
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -61,12 +75,13 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
 
 
 @pytest.mark.parametrize("kwargs,text", [
-    ({"goes_on": 2_200_000_000, "committed": END}, "modelled: at the log's end"),   # a data file's end before it
+    ({"goes_on": FILE_END + 100_000_000, "committed": NEXT_END + 100_000_000, "end": NEXT_END + 100_000_000},
+     "modelled: at the log's end"),   # another data file's end than the one it is set in
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
     ({"goes_on": COMMITTED, "committed": END}, "modelled: at the log's end"),   # neither of the two
     ({"goes_on": END, "committed": END, "reput": PROCESS}, "set past processOffset"),
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
-], ids=["file-end", "entry-start", "neither", "at-process-offset", "before-process-offset"])
+], ids=["other-file-end", "entry-start", "neither", "at-process-offset", "before-process-offset"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
@@ -197,3 +212,46 @@ def test_on_533_a_light_queue_the_cut_emptied_keeps_the_max_process_offset(ext: 
     assert q.parsed_at == (-1,) and q.units == () and not q.opened, q
     (q,) = _placed_on_disk((T5, below), on_disk, 6_000_000, BLANK_MAX, emptied_max=-1).whole
     assert q.parsed_at == (40,), q
+
+
+def _reput_to_next_file(units: tuple[ParsedUnit, ...], **config: object) -> tuple[int, object]:
+    """``reput_after_cut`` where the cut leaves T9 its ``fillPreBlank`` unit only and T0 a file (the
+    ``-next-file`` stores' state) and the check at 2147483647 parses messages of ``units`` there, then goes on at
+    the data file's end, the next data file's start, before DLedger's committed position."""
+    cut = {("T9", 0): (BLANK_MAX, True, 20, False), **T0_KEPT}
+    on_disk = QueuesOnDisk(NEXT_END - 249, lambda _offset, _walked: cut)
+    records = ((BLANK_MAX, BLANK_MAX + 111),) if units else ()
+    conf = BrokerConfig(brokerVersion="5.5", recheckReputOffsetFromCq=True, mappedFileSizeCommitLog=100_000_000,
+                        **config)  # type: ignore[arg-type]
+    return reput_after_cut(on_disk, PROCESS, Checkpoint(logics_physical_offset=PROCESS + 50_000_000), conf,
+                           min_offset=0, confirm_offset=NEXT_END, log_end=NEXT_END, why="walked nothing",
+                           inside=lambda _pos: (FILE_END, records, units))
+
+
+def test_the_next_data_file_with_a_parsed_unit_in_a_new_queue_is_modelled() -> None:
+    reput, cut = _reput_to_next_file((T5,))
+    assert reput == FILE_END and cut is not None and cut.inside_from == BLANK_MAX and not cut.inside_placed.whole
+
+
+def test_the_next_data_file_after_a_held_queues_unit_ending_before_it_is_modelled() -> None:
+    """The parsed T0 unit appended at T0's write position, the next file's T0 units after it (broker case
+    -next-file-embedded-t0)."""
+    reput, cut = _reput_to_next_file((ParsedUnit("T0", 0, BLANK_MAX, 111, 600_000, 0, own=True, batch=False),))
+    assert reput == FILE_END and cut is not None
+    assert [(q.topic, q.parsed_at) for q in cut.inside_placed.whole] == [("T0", (9_912_420,))], cut.inside_placed
+
+
+def test_the_next_data_file_with_ext_files_is_modelled() -> None:
+    """Broker cases -next-file-ext and -next-file-embedded-t0-ext."""
+    reput, cut = _reput_to_next_file((T5,), enableConsumeQueueExt=True)
+    assert reput == FILE_END and cut is not None and cut.inside_placed.ext_put == (("T5", 0, 1),), cut
+
+
+@pytest.mark.parametrize("offset", [FILE_END + 500, FILE_END - 110], ids=["past", "just-past"])
+def test_the_next_data_file_stays_refused_after_a_held_queues_unit_ending_past_it(offset: int) -> None:
+    """A parsed unit whose end (its PHYSICALOFFSET field + size) lies past the next data file's start, whose units
+    that queue's max would then drop: no broker case; one line."""
+    with pytest.raises(UnsupportedConfigError, match="whose unit, appended to a queue the store holds files of, ends "
+                       "past it") as e:
+        _reput_to_next_file((ParsedUnit("T0", 0, offset, 111, 600_000, 0, own=True, batch=False),))
+    assert f"set at {BLANK_MAX} " in str(e.value) and "\n" not in str(e.value), str(e.value)

@@ -354,7 +354,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                                  'further (each an empty request, dispatched to topic "" queue 0)'
                                  if any(b <= a for a, b in crash.cut.inside_records) else "")
                               + ", then " if crash.cut.inside_records else "") + "fails")
-               + f" and it jumps to the end of the bytes getData hands, {crash.reput_from}"
+               + (f" and it jumps to the end of the bytes getData hands, {crash.reput_from}"
+                  if crash.reput_from == crash.end or crash.reput_from % config.mappedFileSizeCommitLog
+                  or crash.cut.inside_from == crash.process_offset - 1 else
+                  " and it jumps to the end of the bytes getData hands, or reads DLedger's blank magic and rolls: "
+                  f"either way to the next data file's start, {crash.reput_from}")
                if crash.cut is not None and crash.cut.inside_from >= 0 else "")
             + (f"; the records from {crash.gap[0]} to {crash.gap[1]} are dispatched by no one"
                if crash.gap is not None else "")
