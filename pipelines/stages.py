@@ -141,15 +141,15 @@ class ReputWalk:
 
 
 def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain) -> None:
-    """A RocksDB consume queue's light unit on the reput's path that the rebuild cannot put as
-    ``RocksDBConsumeQueueStore.dispatchLMQ`` does (:func:`store_format.rocksdb_cq.light_units_unmodelled`): refused."""
+    """A RocksDB consume queue's light unit on the reput's path whose fate ``RocksDBConsumeQueueStore.dispatchLMQ``
+    leaves to the broker's thread timing (:func:`store_format.rocksdb_cq.light_units_unmodelled`): refused."""
     for e in chain.entries:
         why = e.summary.get("light_unmodelled")
         if why:
             seg = st.segments[e.split.segment]
             raise UnsupportedConfigError(
                 f"segment {seg.name} from position {e.split.start}: {why} (a RocksDB consume queue with enableLmq: "
-                "RocksDBConsumeQueueStore.dispatchLMQ's unit there is not modelled); not rebuilt")
+                "RocksDBConsumeQueueStore.dispatchLMQ); not rebuilt")
 
 
 def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split], work_uri: str, runner: TaskRunner,

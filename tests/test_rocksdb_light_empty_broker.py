@@ -1,0 +1,140 @@
+"""A multi-dispatch request naming an EMPTY queue (``INNER_MULTI_DISPATCH`` ``",%LMQ%a"``) in a RocksDB consume
+queue store (``storeType=defaultRocksDB``, ``enableLmq=true``), as ``RocksDBConsumeQueueStore.dispatchLMQ`` puts it
+(5.5.1 and 5.3.3 alike): ``String.split(",")`` drops trailing empty parts only, so a leading or inner one is a queue
+name; "" is no ``MixAll.isLmq`` name, so its unit keeps the record's queue id, under topic "" (a key whose topic
+length is 0), and the ``offset`` family gets that queue's max (:func:`store_format.rocksdb_cq.light_rows`).
+
+The harness writes such a store with the puts under ``enableLmq=false`` (``putSettings``): with it the put path
+(``LmqDispatch``) writes ``INNER_MULTI_QUEUE_OFFSET`` itself, appending no offset for a name that is no ``%LMQ%``
+one, so an empty name gets an empty offset, which ``Long.parseLong`` refuses (that request is refused as not
+derivable: tests/test_rocksdb_light_refusal.py).  The restart's reput (``enableLmq=true``) then rebuilds the database
+from the messages as the client wrote them.
+
+First what the broker wrote, then our rebuild's key/value set (both column families, key for key) and the messages
+table's light units.  By default 5.5.1; ``PIPELINES_FULL_SUITE=1`` adds 5.3.3.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_layout_scenarios import Messages
+from broker_rocksdb_runs import database, same_databases
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+pytest.importorskip("rocksdict")
+
+FULL = os.environ.get("PIPELINES_FULL_SUITE", "") not in ("", "0")
+LINES = ("5.5.1", "5.3.3") if FULL else ("5.5.1",)
+
+# (INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET, the record's queue id), each put after a plain message
+REQUESTS = [
+    (",%LMQ%a", "0,0", 1),          # a leading empty name: ("", 1) at 0, %LMQ%a at 0
+    ("%LMQ%a,,%LMQ%b", "1,4,0", 0),  # an inner one: ("", 0) at 4
+    (",%LMQ%a,", "9,2", 1),         # the trailing empty part dropped (two names, two offsets): ("", 1) at 9
+    (",", "3", 0),                  # no name at all, one offset: the counts differ, no light unit
+    (",x", "5,6", 0),               # ("", 0) at 5, after 4 in commitlog order: that queue's max; x/0 at 6
+]
+# the units of topic "" each request above asks for: (queue id, queue offset) per request index
+EMPTY_UNITS = {0: [(1, 0)], 1: [(0, 4)], 2: [(1, 9)], 4: [(0, 5)]}
+
+
+def _messages() -> list[dict]:
+    g = Messages(141, ["T0", "T1"], queues=2)
+    out = [g.one()]                        # the record at offset 0 (a rebuild into an empty database skips it)
+    for n, o, q in REQUESTS:
+        out.append(g.one())
+        out.append(g.one(queueId=q, properties={"INNER_MULTI_DISPATCH": n, "INNER_MULTI_QUEUE_OFFSET": o}))
+    out.append(g.one())
+    return out
+
+
+def empty_name_scenarios(line: str) -> list[dict]:
+    return [{"name": f"{line}-rocksdb-light-empty", "messages": _messages(),
+             "config": {"storeType": "defaultRocksDB", "mappedFileSizeCommitLog": str(32 * 1024),
+                        "maxHashSlotNum": "101", "maxIndexNum": "400", "enableLmq": "true",
+                        "enableMultiDispatch": "false"},
+             "putSettings": {"enableLmq": "false"}}]
+
+
+SCENARIOS = {line: empty_name_scenarios(line) for line in LINES}
+CASES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
+_RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "RocksDB store(s) with empty light queue names", threads=1)
+
+
+@pytest.fixture
+def written(request) -> dict:
+    """The scenario as the broker wrote it, and our rebuild of it with tables (every scenario once)."""
+    bh.written_once(request, _RUNS, STORES, every=True, then=lambda r: r.update(rebuild=bh.rebuild(
+        Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]], "--tables",
+        str(Path(r["scenario"]["dir"]) / "tables"))))
+    return _RUNS[request.node.callspec.params["name"]]
+
+
+def _units(default: dict[bytes, bytes]) -> dict[tuple[str, int, int], bytes]:
+    """Every unit of a default family: (topic, queue id, queue offset) -> value."""
+    from store_format.rocksdb_cq import CQ_KEY_TAIL, split_key
+
+    out = {}
+    for k, v in default.items():
+        topic, tail = split_key(k) or ("?", b"")
+        _c, qid, _c2, qoff = CQ_KEY_TAIL.unpack(tail)
+        out[(topic, qid, qoff)] = v
+    return out
+
+
+def _requests_by_offset(units: dict[tuple[str, int, int], bytes]) -> list[int]:
+    """The commitlog offsets of the requests' records (their own units' values, in put order)."""
+    own = sorted(int.from_bytes(v[:8], "big") for (t, _q, _o), v in units.items() if t in ("T0", "T1"))
+    # put order: message 0, then (plain, request) pairs, then the last plain one; offset 0's record is not put
+    # by the restart's reput into an empty database, so the list starts at message 1
+    return own[1::2][:len(REQUESTS)]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_broker_puts_units_under_topic_empty_with_the_record_s_queue_id(written, name):
+    """What the broker wrote: a unit of topic "" for each empty name whose offset pairs up, under the record's own
+    queue id at its listed offset, valued as the record's own unit; the offset family's max of each ("", queue id)
+    the last of its units in commitlog order."""
+    from store_format.rocksdb_cq import OFFSET_VALUE, offset_key
+
+    db = database(Path(written["scenario"]["dir"]) / "expected" / "consumequeue")
+    units = _units(db["default"])
+    at = _requests_by_offset(units)
+    empty = {(q, o): int.from_bytes(v[:8], "big") for (t, q, o), v in units.items() if t == ""}
+    assert empty == {u: at[i] for i, us in EMPTY_UNITS.items() for u in us}
+    own_values = {v for (t, _q, _o), v in units.items() if t in ("T0", "T1")}
+    assert all(units[("", q, o)] in own_values for q, o in empty)
+    for qid in (0, 1):
+        last = max((phy, o) for (q, o), phy in empty.items() if q == qid)
+        assert OFFSET_VALUE.unpack(db["offset"][offset_key("", qid)]) == last
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_rebuild_holds_the_broker_s_key_value_set(written, name):
+    """Both column families of our database hold exactly the broker's keys and values, topic "" among them."""
+    d = bh.rebuilt_dir(written)
+    same_databases(d / "expected" / "consumequeue", d / "ours" / "consumequeue")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_messages_table_lists_the_broker_s_light_units(written, name):
+    """The messages table's light units (queue name, queue id, queue offset, record) are the broker's: every unit of
+    its database but the records' own."""
+    from pipelines.tables.runs import snapshot
+
+    d = bh.rebuilt_dir(written)
+    broker = {(t, q, o, int.from_bytes(v[:8], "big"))
+              for (t, q, o), v in _units(database(d / "expected" / "consumequeue")["default"]).items()
+              if t not in ("T0", "T1")}
+    ours = set()
+    for r in snapshot(str(d / "tables")).read_arrow("messages").to_pylist():
+        for n, q, u in zip(r["lmq_queues"] or [], r["lmq_queue_ids"] or [], r["lmq_consume_queue_offsets"] or []):
+            if u is not None:
+                ours.add((n, q, u, r["commitlog_offset"]))
+    assert ("", 1, 0) in {b[:3] for b in broker} and ours == broker
