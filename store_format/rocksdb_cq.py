@@ -216,8 +216,8 @@ def light_units_unmodelled(res: WalkResult) -> str:
     since its last commit (up to 256 requests), the timing of the broker's threads (5.3.3 and 5.5.1)."""
     if (res.lmq[:, L_STATUS] == LMQ_BAD_OFFSET).any():
         return ("a multi-dispatch request there names a queue offset that is no long: the broker's RocksDB group "
-                "commit fails on it, and which earlier records' units it loses with it is its threads' timing, "
-                "not in the store")
+                "commit fails on it (RocksDBConsumeQueueStore.dispatchLMQ), and which earlier records' units it "
+                "loses with it is its threads' timing, not in the store")
     return ""
 
 
