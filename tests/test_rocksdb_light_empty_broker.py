@@ -12,6 +12,12 @@ from the messages as the client wrote them.
 
 First what the broker wrote, then our rebuild's key/value set (both column families, key for key) and the messages
 table's light units.  By default 5.5.1; ``PIPELINES_FULL_SUITE=1`` adds 5.3.3.
+
+The same messages in a store of consume queue files (``<line>-light-empty-files``, ``enableMultiDispatch=true``,
+``enableLmq=false``): ``ConsumeQueue.multiDispatchLmqQueue`` puts the empty name's units into the queue of topic ""
+under the record's queue id, whose files land in ``consumequeue/<queueId>/`` (``consumequeue/<topic>/<queueId>``
+with an empty topic), where a topic's queue folders would be; not modelled: ``rebuild`` refuses it in one line
+(:func:`store_format.consumequeue.empty_light_names_unmodelled`).
 """
 from __future__ import annotations
 
@@ -54,15 +60,20 @@ def _messages() -> list[dict]:
 
 
 def empty_name_scenarios(line: str) -> list[dict]:
+    """The RocksDB store and the file queues' one of broker line ``line``."""
+    base = {"mappedFileSizeCommitLog": str(32 * 1024), "maxHashSlotNum": "101", "maxIndexNum": "400"}
     return [{"name": f"{line}-rocksdb-light-empty", "messages": _messages(),
-             "config": {"storeType": "defaultRocksDB", "mappedFileSizeCommitLog": str(32 * 1024),
-                        "maxHashSlotNum": "101", "maxIndexNum": "400", "enableLmq": "true",
-                        "enableMultiDispatch": "false"},
-             "putSettings": {"enableLmq": "false"}}]
+             "config": {**base, "storeType": "defaultRocksDB", "enableLmq": "true", "enableMultiDispatch": "false"},
+             "putSettings": {"enableLmq": "false"}},
+            {"name": f"{line}-light-empty-files", "messages": _messages(),
+             "config": {**base, "enableLmq": "false", "enableMultiDispatch": "true"}}]
 
 
 SCENARIOS = {line: empty_name_scenarios(line) for line in LINES}
-CASES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
+CASES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
+         if sc["config"].get("storeType") == "defaultRocksDB"]
+FILES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
+         if sc["name"].endswith("-files")]
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "RocksDB store(s) with empty light queue names", threads=1)
 
@@ -88,12 +99,16 @@ def _units(default: dict[bytes, bytes]) -> dict[tuple[str, int, int], bytes]:
     return out
 
 
+def _requests_at(own: list[int]) -> list[int]:
+    """The commitlog offsets of the requests' records, from every own unit's commitlog offset (put order: message 0,
+    then (plain, request) pairs, then the last plain one; ``own`` without message 0's where it starts at 1)."""
+    own = sorted(own)
+    return own[1 if own[0] else 2::2][:len(REQUESTS)]
+
+
 def _requests_by_offset(units: dict[tuple[str, int, int], bytes]) -> list[int]:
-    """The commitlog offsets of the requests' records (their own units' values, in put order)."""
-    own = sorted(int.from_bytes(v[:8], "big") for (t, _q, _o), v in units.items() if t in ("T0", "T1"))
-    # put order: message 0, then (plain, request) pairs, then the last plain one; offset 0's record is not put
-    # by the restart's reput into an empty database, so the list starts at message 1
-    return own[1::2][:len(REQUESTS)]
+    """The requests' records' offsets in a default family (a rebuild into an empty database: no unit of offset 0)."""
+    return _requests_at([int.from_bytes(v[:8], "big") for (t, _q, _o), v in units.items() if t in ("T0", "T1")])
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -138,3 +153,39 @@ def test_messages_table_lists_the_broker_s_light_units(written, name):
             if u is not None:
                 ours.add((n, q, u, r["commitlog_offset"]))
     assert ("", 1, 0) in {b[:3] for b in broker} and ours == broker
+
+
+def _file_units(path: Path) -> dict[int, int]:
+    """A consume queue file's units: queue offset -> commitlog offset (20-byte units; blank and zeroed ones left
+    out)."""
+    data = path.read_bytes()
+    out = {}
+    for i in range(len(data) // 20):
+        phy, size = int.from_bytes(data[20 * i:20 * i + 8], "big"), int.from_bytes(data[20 * i + 8:20 * i + 12], "big")
+        if size and size != 0x7FFFFFFF:
+            out[i] = phy
+    return out
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_file_queues_put_empty_names_into_consumequeue_queue_id(written, name):
+    """What the broker wrote with file queues: each empty name's unit in the queue of topic "", whose file lies at
+    ``consumequeue/<queueId>/00000000000000000000`` (no topic folder), by the file queue's put rule: queue 1's at 0
+    and, asked for 9, at the write position 1 (``ConsumeQueue.putMessagePositionInfo`` appends it there); queue 0's
+    at 4 (blank units before it) and 5."""
+    cq = Path(written["scenario"]["dir"]) / "expected" / "consumequeue"
+    own = [phy for t in ("T0", "T1") for q in (0, 1) for f in sorted((cq / t / str(q)).iterdir())
+           for phy in _file_units(f).values()]
+    at = _requests_at(own)
+    files = {qid: cq / str(qid) / "00000000000000000000" for qid in (0, 1)}
+    assert all(f.is_file() for f in files.values()), sorted(str(p.relative_to(cq)) for p in cq.rglob("*"))
+    assert _file_units(files[1]) == {0: at[0], 1: at[2]} and _file_units(files[0]) == {4: at[1], 5: at[4]}
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_rebuild_refuses_an_empty_name_on_file_queues_in_one_line(written, name):
+    """Not modelled for file queues: ``rebuild`` exits 2 with one error line naming it."""
+    reb = written["rebuild"]
+    errors = [ln for ln in reb["stderr"].splitlines() if ln.startswith("error:")]
+    assert reb["code"] == 2 and len(errors) == 1, reb["stderr"][-2000:]
+    assert "names an empty queue" in errors[0] and "multiDispatchLmqQueue" in errors[0], errors[0]
