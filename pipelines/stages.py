@@ -141,15 +141,16 @@ class ReputWalk:
 
 
 def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain) -> None:
-    """A RocksDB consume queue's light unit on the reput's path that the rebuild cannot put as
-    ``RocksDBConsumeQueueStore.dispatchLMQ`` does (:func:`store_format.rocksdb_cq.light_units_unmodelled`): refused."""
+    """A light unit on the reput's path that is not rebuilt: on a RocksDB consume queue one whose fate
+    ``RocksDBConsumeQueueStore.dispatchLMQ`` leaves to the broker's thread timing
+    (:func:`store_format.rocksdb_cq.light_units_unmodelled`), on file queues one of an empty queue name
+    (:func:`store_format.consumequeue.empty_light_names_unmodelled`): refused."""
     for e in chain.entries:
         why = e.summary.get("light_unmodelled")
         if why:
             seg = st.segments[e.split.segment]
             raise UnsupportedConfigError(
-                f"segment {seg.name} from position {e.split.start}: {why} (a RocksDB consume queue with enableLmq: "
-                "RocksDBConsumeQueueStore.dispatchLMQ's unit there is not modelled); not rebuilt")
+                f"segment {seg.name} from position {e.split.start}: {why}; not rebuilt")
 
 
 def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split], work_uri: str, runner: TaskRunner,

@@ -21,9 +21,10 @@ import numba
 import numpy as np
 
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
+from .walkresult import L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
 __all__ = ["QueueTable", "Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states",
-           "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue"]
+           "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue", "empty_light_names_unmodelled"]
 
 NOT_STARTED = np.iinfo(np.int64).min
 
@@ -169,3 +170,17 @@ def runs_per_queue(qidx: np.ndarray, rows: np.ndarray) -> Iterator[tuple[int, np
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         if a < b:
             yield int(q_sorted[a]), sel[a:b]
+
+
+def empty_light_names_unmodelled(res: WalkResult) -> str:
+    """Why a walk's light units are not rebuilt into consume queue files (empty: they are): a multi-dispatch request
+    naming an empty queue (``LMQ_EMPTY_NAME``, its offset parsed).  ``ConsumeQueue.multiDispatchLmqQueue`` (4.9.8,
+    5.x) puts its unit into the queue of topic "" under the record's queue id, whose folder
+    ``consumequeue/<topic>/<queueId>`` is then ``consumequeue/<queueId>`` (``ConsumeQueueStore.
+    findOrCreateConsumeQueue``), its files straight in it, where a topic's queue folders would be: seen on the 5.5.1
+    broker (tests/test_rocksdb_light_empty_broker.py), not modelled."""
+    if (res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME).any():
+        return ("a multi-dispatch request there names an empty queue: the broker's file consume queue puts its "
+                "units under topic \"\" into consumequeue/<queueId>/ (ConsumeQueue.multiDispatchLmqQueue), not "
+                "modelled")
+    return ""

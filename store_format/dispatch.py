@@ -51,6 +51,7 @@ from .walkresult import (
     L_REC,
     L_STATUS,
     LMQ_BAD_OFFSET,
+    LMQ_EMPTY_NAME,
     LMQ_OK,
     LMQ_SKIPPED_SEPARATOR,
     LMQ_SKIPPED_SEPARATOR_BAD_OFFSET,
@@ -229,7 +230,10 @@ def multi_dispatch_units(buf, origin, n_rec, queue_id, spans, enable_lmq, is_5x,
     else the record's own.  A queue offset that ``Long.parseLong`` refuses is marked
     ``LMQ_BAD_OFFSET``; 5.x file queues skip names holding the path separator (``LMQ_SKIPPED_SEPARATOR``, or
     ``LMQ_SKIPPED_SEPARATOR_BAD_OFFSET`` when that offset is one ``Long.parseLong`` refuses: a RocksDB consume queue
-    puts such names, :func:`store_format.rocksdb_cq.light_rows`).  Returns rows used."""
+    puts such names, :func:`store_format.rocksdb_cq.light_rows`); an empty name (``",%LMQ%a"``: ``String.split``
+    drops trailing empty parts only) whose offset parses is ``LMQ_EMPTY_NAME``, a unit of topic "" under the
+    record's queue id, which :func:`queue_units` leaves out and a RocksDB consume queue puts
+    (:func:`store_format.rocksdb_cq.light_rows`).  Returns rows used."""
     ms = spans[P_MULTI_DISPATCH, 0]
     mo = spans[P_MULTI_OFFSET, 0]
     qe_all = ms + spans[P_MULTI_DISPATCH, 1]
@@ -252,6 +256,8 @@ def multi_dispatch_units(buf, origin, n_rec, queue_id, spans, enable_lmq, is_5x,
         qv, ok = parse_java_long(buf, oa, ob, -9223372036854775808, 9223372036854775807)
         lmq[n_lmq, L_QOFF] = qv
         lmq[n_lmq, L_STATUS] = LMQ_OK if ok else LMQ_BAD_OFFSET
+        if ok and qb == qa:
+            lmq[n_lmq, L_STATUS] = LMQ_EMPTY_NAME
         if is_5x:
             for j in range(qa, qb):
                 if buf[j] == 47:  # File.separator
@@ -501,7 +507,7 @@ def queue_units(res: WalkResult, batch_topics: frozenset[str] = frozenset()) -> 
     ``BatchConsumeQueue``'s), and with any such topic the units carry the batch queue columns."""
     rec = res.rec
     own = np.nonzero((rec[:, R_STATUS] == STATUS_DISPATCHED) & ((rec[:, R_FLAGS] & F_CQ) != 0))[0]
-    lmq = res.lmq[(res.lmq[:, L_STATUS] == LMQ_OK) & (res.lmq[:, L_NAME_LEN] > 0)]
+    lmq = res.lmq[res.lmq[:, L_STATUS] == LMQ_OK]
     light = None
     if len(lmq):
         record = np.concatenate([own, lmq[:, L_REC]])

@@ -28,9 +28,10 @@ How the reput fills it (``RocksDBConsumeQueueStore.putMessagePositionInfoWrapper
   queue offset (``updateTempTopicQueueMaxOffset`` keeps the batch's last unit per queue);
 * "min" entries are written only when a reader asks for a queue's minimum
   (``RocksDBConsumeQueueOffsetTable.getMinCqOffset`` → ``correctMinCqOffset``), never by the reput;
-* light queues (``enableLmq`` alone, ``dispatchLMQ``: not ``enableMultiDispatch``, and a name holding '/' too,
-  unlike the file queues; :func:`light_unit_config`, :func:`light_rows`): the record's unit again under each
-  ``%LMQ%`` queue (queue id 0) at its listed offset, after the record's own unit;
+* light queues (``enableLmq`` alone, ``dispatchLMQ``: not ``enableMultiDispatch``, and a name holding '/' or an
+  empty name too, unlike the file queues; :func:`light_unit_config`, :func:`light_rows`): the record's unit again
+  under each ``%LMQ%`` queue (queue id 0; another name, "" too, under the record's queue id) at its listed offset,
+  after the record's own unit;
 * a rebuild from an empty database reads but never dispatches the record at commitlog offset 0: an empty
   database answers 0 (not -1) for its dispatched position (``RocksDBConsumeQueueOffsetTable.
   getMaxPhyOffset``), and 5.5.1's ``CommitLog.recoverNormally`` dispatches only records whose offset
@@ -50,10 +51,10 @@ import numpy as np
 
 from .config import BrokerConfig
 from .walkresult import (
-    L_NAME_LEN,
     L_REC,
     L_STATUS,
     LMQ_BAD_OFFSET,
+    LMQ_EMPTY_NAME,
     LMQ_OK,
     LMQ_SKIPPED_SEPARATOR,
     LMQ_SKIPPED_SEPARATOR_BAD_OFFSET,
@@ -186,30 +187,37 @@ def light_unit_config(config: BrokerConfig) -> BrokerConfig:
 
 
 def light_rows(res: WalkResult) -> WalkResult:
-    """A walk's result (under :func:`light_unit_config`) with its light units as ``dispatchLMQ`` puts them: a queue
-    name holding the path separator is put like any other (5.x file queues skip it: ``LMQ_SKIPPED_SEPARATOR``, its
-    offset parsed all the same, or ``LMQ_SKIPPED_SEPARATOR_BAD_OFFSET``, one ``Long.parseLong`` refuses, which
-    ``dispatchLMQ`` parses and fails on: ``LMQ_BAD_OFFSET`` here), so read by
-    :func:`store_format.dispatch.queue_units`."""
+    """A walk's result (under :func:`light_unit_config`) with its light units as ``dispatchLMQ`` puts them, so read by
+    :func:`store_format.dispatch.queue_units`:
+
+    * a queue name holding the path separator is put like any other (5.x file queues skip it:
+      ``LMQ_SKIPPED_SEPARATOR``, its offset parsed all the same, or ``LMQ_SKIPPED_SEPARATOR_BAD_OFFSET``, one
+      ``Long.parseLong`` refuses, which ``dispatchLMQ`` parses and fails on: ``LMQ_BAD_OFFSET`` here);
+    * an empty name (``LMQ_EMPTY_NAME``: ``",%LMQ%a"``, ``String.split`` keeps a leading or inner empty part) is put
+      too: it is no ``MixAll.isLmq`` name, so its unit keeps the record's queue id, under topic "" (a key of topic
+      length 0), and the offset family gets that queue's max like any other's."""
     status = res.lmq[:, L_STATUS]
-    slashed = status == LMQ_SKIPPED_SEPARATOR
+    put = (status == LMQ_SKIPPED_SEPARATOR) | (status == LMQ_EMPTY_NAME)
     slashed_bad = status == LMQ_SKIPPED_SEPARATOR_BAD_OFFSET
-    if not (slashed.any() or slashed_bad.any()):
+    if not (put.any() or slashed_bad.any()):
         return res
     lmq = res.lmq.copy()
-    lmq[slashed, L_STATUS] = LMQ_OK
+    lmq[put, L_STATUS] = LMQ_OK
     lmq[slashed_bad, L_STATUS] = LMQ_BAD_OFFSET
     return dataclasses.replace(res, lmq=lmq)
 
 
 def light_units_unmodelled(res: WalkResult) -> str:
-    """Why some light unit of a walk's records (:func:`light_rows`) is not one
-    :func:`store_format.dispatch.queue_units` reads as ``dispatchLMQ`` puts it (empty: none such): ``dispatchLMQ``
-    puts an empty name too (``queue_units`` drops it), and a queue offset ``Long.parseLong`` refuses fails the whole
-    write batch (``putMessagePosition0`` retries it, then the consume queue stops)."""
-    lmq = res.lmq
-    if ((lmq[:, L_STATUS] == LMQ_BAD_OFFSET) | (lmq[:, L_NAME_LEN] == 0)).any():
-        return "a multi-dispatch request there names an empty queue or an offset that is no long"
+    """Why the light units of a walk's records (:func:`light_rows`) are not derivable from the store (empty: they
+    are): a queue offset ``Long.parseLong`` refuses makes ``dispatchLMQ`` throw, so ``putMessagePosition0`` fails
+    the whole group commit batch, ``putMessagePosition`` retries it 30 times and throws, and
+    ``RocksGroupCommitService.groupCommit`` retries it until the store stops: no unit of that batch or of any later
+    one is written, and which earlier records' units share that batch is what ``doCommit`` drained from its buffer
+    since its last commit (up to 256 requests), the timing of the broker's threads (5.3.3 and 5.5.1)."""
+    if (res.lmq[:, L_STATUS] == LMQ_BAD_OFFSET).any():
+        return ("a multi-dispatch request there names a queue offset that is no long: the broker's RocksDB group "
+                "commit fails on it (RocksDBConsumeQueueStore.dispatchLMQ), and which earlier records' units it "
+                "loses with it is its threads' timing, not in the store")
     return ""
 
 

@@ -64,6 +64,7 @@ LMQ_OK = 0
 LMQ_BAD_OFFSET = 1           # Long.parseLong failed: the broker's dispatcher throws (see dispatch.py)
 LMQ_SKIPPED_SEPARATOR = 2    # 5.x file queues skip queue names holding the path separator (offset parsed)
 LMQ_SKIPPED_SEPARATOR_BAD_OFFSET = 3   # the same, its offset one Long.parseLong refuses (a RocksDB queue parses it)
+LMQ_EMPTY_NAME = 4           # an empty queue name, offset parsed: no file queue unit modelled (a RocksDB queue puts it)
 
 # record status
 STATUS_DISPATCHED = 0        # read, size > 0: handed to the dispatchers

@@ -1,9 +1,9 @@
 """``rebuild`` of a RocksDB consume queue store (``storeType=defaultRocksDB``) whose multi-dispatch requests
-``RocksDBConsumeQueueStore.dispatchLMQ`` puts or fails on in a way the rebuild does not model
-(:func:`store_format.rocksdb_cq.light_units_unmodelled`): one line, exit 2.  What it does model goes on: a name
-holding '/' at offset 0 (the file queues skip it before parsing), and any request without ``enableLmq``
-(``dispatchLMQ`` reads none then).  Synthetic commitlogs (the broker's own stores:
-``tests/test_rocksdb_light_broker.py``)."""
+``RocksDBConsumeQueueStore.dispatchLMQ`` fails on (a queue offset ``Long.parseLong`` refuses: what the broker's group
+commit then loses is its threads' timing, :func:`store_format.rocksdb_cq.light_units_unmodelled`): one line, exit 2.
+What it does model goes on: a name holding '/' at offset 0 (the file queues skip it before parsing), an empty name
+(tests/test_rocksdb_light_empty_broker.py), and any request without ``enableLmq`` (``dispatchLMQ`` reads none then).
+Synthetic commitlogs (the broker's own stores: ``tests/test_rocksdb_light_broker.py``)."""
 from __future__ import annotations
 
 import contextlib
@@ -41,12 +41,14 @@ def _rebuild(tmp_path: Path, lmq: str, offsets: str, enable_lmq: bool = True) ->
     return code, [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")], tmp_path / "out"
 
 
-@pytest.mark.parametrize("lmq,offsets", [("%LMQ%a", "x1"), ("%LMQ%b/c", "x1"), ("%LMQ%a,,%LMQ%c", "1,2,3")],
-                         ids=["bad-offset", "slashed-bad-offset", "empty-name"])
+@pytest.mark.parametrize("lmq,offsets", [("%LMQ%a", "x1"), ("%LMQ%b/c", "x1"), (",%LMQ%c", "2,x3"),
+                                         ("%LMQ%a,,%LMQ%c", "1,,3")],
+                         ids=["bad-offset", "slashed-bad-offset", "empty-name-bad-offset-after",
+                              "empty-name-empty-offset"])
 def test_unmodelled_light_units_are_refused_in_one_line(tmp_path: Path, lmq: str, offsets: str) -> None:
     code, errors, _ = _rebuild(tmp_path, lmq, offsets)
     assert code == 2 and len(errors) == 1, errors
-    assert "dispatchLMQ" in errors[0] and "empty queue or an offset that is no long" in errors[0], errors[0]
+    assert "dispatchLMQ" in errors[0] and "offset that is no long" in errors[0] and "timing" in errors[0], errors[0]
 
 
 def _light_keys(out: Path) -> list[bytes]:

@@ -168,8 +168,8 @@ def _walk_inside_checked(st: StoreLocation, config: BrokerConfig,
         raise UnsupportedConfigError(
             f"enableAcceleratedRecovery=true: the abnormal recovery walks from the RocksDB consume queue's checkpoint "
             f"{plan.dispatch_from}, inside a record of segment {seg.name} as the reput parses it, accepts records "
-            f"there and queues some (the last at {plan.walk_queued}): {w.unmodelled or 'their units not read'}, "
-            "not modelled; let the broker recover")
+            f"there and queues some (the last at {plan.walk_queued}): {w.unmodelled or 'their units not read'}; "
+            "not predicted, let the broker recover")
     values = np.empty(len(w.queue), dtype=CQ_VALUE)
     values["offset"], values["size"] = w.phy, w.size
     values["tags_code"], values["store_timestamp"] = w.tags_code, w.store_timestamp

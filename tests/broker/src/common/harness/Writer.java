@@ -125,6 +125,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * from the commitlog's min offset until it stands still (it may stop for good before the end); {@code store/}
  * keeps the damaged commitlog and the line adds {@code damagedRecord} and {@code reputStoodAt}.
  *
+ * <p>{@code putSettings} (settings, as {@code config}) override the scenario's for the puts alone: e.g.
+ * {@code enableLmq=false} there leaves a message's own {@code INNER_MULTI_QUEUE_OFFSET} as the client set it (with
+ * it the put path writes its own), while the restart's reput runs with {@code enableLmq=true}.
+ *
  * <p>A {@code {"sleepMs": n}} message pauses the puts; on a DLedger store the write phase then also waits until the
  * checkpoint's {@code logicsMsgTimestamp} is the last dispatch's for good ({@link Stores#awaitCheckpointTimestamps})
  * and the line adds {@code checkpointLogicsTimestampRewritten} (how often that value had to be written again).
@@ -232,6 +236,12 @@ public final class Writer {
                 phaseProps = new Properties();
                 phaseProps.putAll(props);
                 phaseProps.setProperty("enableDLegerCommitLog", "false");
+            }
+            if (sc.has("putSettings")) {  // settings of the puts alone (the restart's stay the scenario's)
+                Properties put = new Properties();
+                put.putAll(phaseProps);
+                put.putAll(Stores.properties(sc.getAsJsonObject("putSettings")));
+                phaseProps = put;
             }
             if (dledger && sc.has("reputDamage")) {
                 // the concurrent reput stops at the first DLedger entry: the puts' own dispatch (its queues are
