@@ -63,7 +63,8 @@ class ExtAgain:
     records end ``skip`` units before ``before``); ``anew`` >= 0: a queue the 5.5.1 cut left with no file that the
     reput set inside an entry writes anew from a message it parsed there, of that message's own units and the walk's
     records, those ``putMessagePositionInfo`` appends from the empty queue, each holding the address of its new ext
-    unit (the earlier files' records between them left out: :func:`store_format.dledger_crash_before.ext_anew`)."""
+    unit (the earlier files' records between them left out: :func:`store_format.dledger_crash_before.ext_anew`);
+    ``walked``: the walk's own units of the queue, rows (end, queue offset) in walk order."""
     topic: str
     queue_id: int
     before: int
@@ -78,6 +79,8 @@ class ExtAgain:
     # past the walk's end that the reput appends, one ext unit put for each, each unit pointing at its own
     past: int = 0
     anew: int = -1
+    # (a queue the store held: the units the walk appends past its max, pipelines.verify.ext_reput)
+    walked: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 2), np.int64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -339,8 +342,9 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
         raise cut_refusal(f"consume queue ext files (enableConsumeQueueExt=true) and the start's reput from {reput}, "
                       f"before the recovery's last data file ({track.base})")
     last = track.last_file()
-    last = last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]]
-    units = np.concatenate([*(track.own_before if reput < track.base else []), last])   # in commitlog order
+    last = last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE, U_END, U_KEY]]
+    walk = np.concatenate([*track.own_before, last])   # the walk's own units, in commitlog order
+    units = np.concatenate([*(track.own_before if reput < track.base else []), last])
     units = units[(units[:, 0] >= reput) & (units[:, 0] < end)]
     out = []
     for q in np.unique(units[:, 1]):
@@ -354,7 +358,8 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
              "back units of that are not a record's own there (light units beside own ones): where their ext units go "
              "is not modelled")
         out.append(ExtAgain(topic, qid, track.own_units[int(q)], len(offsets),
-                            np.asarray(back_pos, dtype=np.int64)[own], ordinals[own], refused=refused))
+                            np.asarray(back_pos, dtype=np.int64)[own], ordinals[own], refused=refused,
+                            walked=walk[walk[:, 1] == q][:, 2:]))
     return tuple(out)
 
 

@@ -43,7 +43,7 @@ class QueueTrack:
         # one, and the kinds of unit it had there
         self.kept_before: dict[int, list[np.ndarray]] = {}
         self.kinds_before: dict[int, set[int]] = {}
-        self.own_before: list[np.ndarray] = []   # with keep_own: rows (offset, queue) of the earlier files
+        self.own_before: list[np.ndarray] = []   # with keep_own: rows (offset, queue, end, key) of the earlier files
         self.names: list[tuple[str, int]] = []
         self.ids: dict[tuple[str, int], int] = {}
         self.seen_before: set[int] = set()
@@ -76,7 +76,7 @@ class QueueTrack:
                 self.seen_before.update(int(k) for k in np.unique(last[:, U_QUEUE]))
                 self.end_before = max(self.end_before, int(max_key(last).max()))
                 if self.keep_own:
-                    self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]])
+                    self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE, U_END, U_KEY]])
                 if self.keep_queues:
                     self._keep_before(last)
                 self.last_before.update((q, (int(r[U_KEY]), int(r[U_END])))

@@ -368,7 +368,8 @@ def test_ext_reput_puts_gives_the_walks_units_with_no_cut_and_the_reput_inside_t
     predicted (one line); a rebuild reading the whole log: the rebuilt units' figure."""
     def crash(start: int = 0, reput: int = 300, skip: int = 0, before: bool = False,
               old: bool = False) -> types.SimpleNamespace:
-        a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=3, skip=skip, positions=np.zeros(0))
+        a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=3, skip=skip, positions=np.zeros(0),
+                                  walked=np.zeros((0, 2), np.int64))
         return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,), process_offset=1000, end=6000,
                                      reput_from=reput, before=before, start_offset=start, from_old_files=old)
     assert ext_reput_puts(crash(), 300) == ({"T0/0": 7}, {})   # type: ignore[arg-type]

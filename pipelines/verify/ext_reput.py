@@ -51,7 +51,13 @@ at its ext unit, and none is cut: the pointed ext units are the walk's puts (``E
 (``ExtAgain.count``) orphaned, records past the rebuild's end among them.  So with the reput from an earlier data
 file (``DLedgerCrash.before``, not a converted store's old files; ``-before-layouts``): the walk's max lies past every
 earlier record, whose units are dropped too, and the plan's ``count`` holds their ext units
-(``store_format.dledger_crash_before.ext_before_walk``).
+(``store_format.dledger_crash_before.ext_before_walk``).  For a queue the store held units of (its max after
+``ConsumeQueue.recover``), the store's units stay, pointing at their ext units on disk, and the walk appends only
+its records past that max: none where the max is at or past the plan's ``end`` (``-layouts-early-kept``,
+``-before-layouts-kept``); where it is the end of a record the walk walks (``ExtAgain.walked``: the store's write
+position that unit's queue offset + 1), those after it, their queue offsets from there on (``-kept-tail``: the last
+units zeroed), each pointing at the ext unit put for it; the reput's units all dropped (each record ends at or below
+the walk's max), so the rest of ``before + count`` is orphaned; held up to anywhere else: not predicted.
 
 A walk its check ended early (``-damaged-again-layouts``: a record whose body CRC fails; the reput's check reads no
 CRC) with the reput from inside it, before that end (DLedger's committed position, where the rebuild stops): the
@@ -70,8 +76,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
 from store_format.dledger_crash import DLedgerCrash
+from store_format.dledger_crash_cut_reput import ExtAgain
 
 __all__ = ["ext_reput_puts"]
 
@@ -98,7 +107,8 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     ``rebuilt_to`` lies before the walk's end and the reput walks the walk's records past it again or the cut takes
     units there (their ext units then orphaned: verify's count lacks them), but, with no cut after a walk to the
     log's end and the reput at or after its start or in an earlier data file, a queue the store held no unit of:
-    the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer), and after a
+    the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer), one it held
+    units of, the walk's units past its max (:func:`_held_walk_appends`), and after a
     walk ended early with the reput from inside it, before its end, such a queue: with no cut the walk's own puts and
     the reput's appended past its end (``before + past``), after the cut the put-backs and those
     (``len(positions) + past``), and with the reput from an earlier data file, the rebuild ending before the walk's,
@@ -120,6 +130,10 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
             # its data file those of the earlier records too (each below the walk's first: ExtAgain.count has them)
             walked_all = {f"{a.topic}/{a.queue_id}": a.before for a in crash.ext_again
                           if (a.topic, a.queue_id) not in held and not a.skip}
+            # a queue the store held units of: the walk appends those past its max (the reput's all dropped)
+            walked_all.update({f"{a.topic}/{a.queue_id}": n for a in crash.ext_again
+                               if (a.topic, a.queue_id) in held and not a.skip
+                               and (n := _held_walk_appends(a, held[(a.topic, a.queue_id)], crash.end)) >= 0})
         elif crash.walk_end >= 0 and (crash.start_offset <= crash.reput_from < crash.walk_end if not crash.before
                                       else rebuilt_to <= crash.start_offset and not crash.from_old_files):
             walked_all = _again_past_early_walk(crash, rebuilt_to, held)
@@ -178,6 +192,23 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
         else:
             back[label] = len(a.positions)
     return back, refused
+
+
+def _held_walk_appends(a: ExtAgain, top: int, end: int) -> int:
+    """Of a queue the store held up to commitlog offset ``top`` (its max after ``ConsumeQueue.recover``), the walk
+    to the log's ``end`` with no cut: the own units ``putMessagePositionInfo`` appends, each pointing at the ext unit
+    ``putMessagePositionInfoWrapper`` put for it (-1: not modelled).  ``top`` at or past ``end``: none (every record
+    ends at or below it).  ``top`` the end of a record the walk walks (``ExtAgain.walked``): the store's write position
+    is that unit's queue offset + 1, so the walk drops its records up to there and appends those after it, ending
+    past ``top`` with the queue offsets from there on, one after the other; anything else: -1."""
+    if top >= end:
+        return 0
+    at = np.flatnonzero(a.walked[:, 0] == top)
+    if not len(at):
+        return -1
+    after = a.walked[at[0] + 1:]
+    keys = a.walked[at[0], 1] + 1 + np.arange(len(after))
+    return len(after) if bool((after[:, 0] > top).all() and (after[:, 1] == keys).all()) else -1
 
 
 def _again_past_early_walk(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str, int], int]
