@@ -244,3 +244,29 @@ def test_as_restart_refuses_an_empty_name_on_file_queues_in_one_line(written, na
     errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
     assert code == 2 and len(errors) == 1, err[-2000:]
     assert "names an empty queue" in errors[0] and "multiDispatchLmqQueue" in errors[0], errors[0]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_verify_compares_topic_empty_files_with_the_broker_s(written, name, tmp_path):
+    """``verify`` of the store with the broker's own ``consumequeue/`` and ``index/``: identical, every broker file
+    counted (topic ""'s among them: files straight in ``consumequeue/<queueId>/``, which a start does not load as a
+    queue, compared as files); with topic "" queue 1's unit at 1 zeroed it reports that file differing, and ``repair``
+    writes the broker's bytes back."""
+    d, version = Path(written["scenario"]["dir"]), bh.BROKER_VERSION_ARG[written["line"]]
+    broker_files = [p for p in (d / "expected" / "consumequeue").rglob("*") if p.is_file()]
+    store = bh.broker_store(d, tmp_path / "store")
+    report = bh.verified(store, d / "broker.conf", version)
+    assert report["identical"] and report["counts"]["consume_queue"]["identical"] == len(broker_files), report["counts"]
+    damaged = store / "consumequeue" / "1" / "00000000000000000000"
+    data = bytearray(damaged.read_bytes())
+    assert int.from_bytes(data[20:28], "big") > 0
+    data[20:40] = bytes(20)
+    damaged.write_bytes(bytes(data))
+    report = bh.verified(store, d / "broker.conf", version)
+    assert not report["identical"] and report["counts"]["consume_queue"]["differs"] == 1, report["counts"]
+    assert [r["path"] for r in report["consume_queue"] if r["status"] != "identical"] == ["1/00000000000000000000"]
+    code, _out, err = bh.cli(["repair", "--store", str(store), "--config", str(d / "broker.conf"), "--broker-version",
+                              version, "--split-size", "4k", "--force"])
+    assert code == 0, err[-2000:]
+    bh.same_bytes((d / "expected" / "consumequeue" / "1" / "00000000000000000000").read_bytes(), damaged.read_bytes(),
+                  "the repaired consumequeue/1/00000000000000000000")
