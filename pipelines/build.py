@@ -31,6 +31,7 @@ from store_format.consumequeue import (
     assign_positions,
     build_cq_file,
     cq_file_name,
+    cq_queue_folder,
     new_states,
     runs_per_queue,
 )
@@ -251,7 +252,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
                 data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m],
                                      int(queues.states[q, Q_BLANK_UNTIL]),
                                      out=_SCRATCH.array("cq_file", (file_size,), np.uint8), trim=True)
-                n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}",
+                n = write_file(staging_uri, f"{cq_queue_folder(topic, qid)}/{cq_file_name(int(f))}",
                                [data, file_size - len(data)])
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(f), entries=int(m.sum()),
                                 bytes=n, begin_offset=int(off[m][0]), end_offset=int(off[m][-1])))
@@ -299,7 +300,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     for q, (topic, qid) in enumerate(names):
         last_file = int(queues.states[q, Q_LAST_FILE])
         if last_file > last_written.get(q, -1) and queues.states[q, Q_WRITE_POS] != NOT_STARTED:
-            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(last_file)}", [file_size]) \
+            n = write_file(staging_uri, f"{cq_queue_folder(topic, qid)}/{cq_file_name(last_file)}", [file_size]) \
                 if write_files and staging_uri is not None else None
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=last_file,
                                 entries=0,

@@ -284,7 +284,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
     tables_error_code = 1
     try:
         staged.prepare()
-        walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
+        walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner, restart=as_restart)
         data_end = next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
                          if a["kind"] == "end_of_data"), None)
         stops, rewalked = _concurrent_stops(walk, config, data_end, staged, split_size, runner)
@@ -304,6 +304,10 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             folder, name = rel.rsplit("/", 1)
             if folder == HELD_FOLDERS[0] and name.isdigit():
                 queue_0.append(("", 0, int(name)))
+        if queue_0 and any(r["topic"] == "" and r["queue_id"] == 0 for r in built.cq_files):
+            raise UnsupportedConfigError(
+                "blanks' empty requests and a multi-dispatch request naming an empty queue both put units into topic "
+                "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt")
         if queue_0:
             built.rows_from_bytes(staged, queue_0, config)
         for line in rocksdb_warnings:

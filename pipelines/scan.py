@@ -18,7 +18,7 @@ from store_format import commitlog as cl
 from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import inner_batch_fields
 from store_format.config import BrokerConfig
-from store_format.consumequeue import empty_light_names_unmodelled
+from store_format.consumequeue import empty_light_names_on_restart
 from store_format.crc import body_crc_spans
 from store_format.dispatch import QueueUnits, fix_malformed_text, queue_units, stable_order
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
@@ -277,9 +277,12 @@ def scan_split_work(work_uri: str, split: Split, sync: int, entering: cl.WalkSta
     units = None if res is None else queue_units(res, config.batch_topics)
     write_split_work(work_uri, split.split_id, res, buckets, config, units=units)
     summary = split_summary(split, sync, entering, res, units)
-    why = "" if res is None else light_units_unmodelled(res) if config.rocksdb_cq else empty_light_names_unmodelled(res)
+    why = "" if res is None or not config.rocksdb_cq else light_units_unmodelled(res)
     if why:   # refused by the driver when the split lies on the reput's path (pipelines.stages.scan_and_chain)
         summary["light_unmodelled"] = why
+    why = "" if res is None or config.rocksdb_cq else empty_light_names_on_restart(res)
+    if why:   # refused by the driver for a restart's walk (pipelines.stages.scan_and_chain, restart=True)
+        summary["light_unmodelled_on_restart"] = why
     return summary
 
 

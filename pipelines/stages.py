@@ -140,13 +140,13 @@ class ReputWalk:
         return walk_anomalies(self.store, self.chain, extra, last_queue_offsets)
 
 
-def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain) -> None:
+def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain, restart: bool) -> None:
     """A light unit on the reput's path that is not rebuilt: on a RocksDB consume queue one whose fate
     ``RocksDBConsumeQueueStore.dispatchLMQ`` leaves to the broker's thread timing
-    (:func:`store_format.rocksdb_cq.light_units_unmodelled`), on file queues one of an empty queue name
-    (:func:`store_format.consumequeue.empty_light_names_unmodelled`): refused."""
+    (:func:`store_format.rocksdb_cq.light_units_unmodelled`), on file queues, for a restart's walk (``restart``),
+    one of an empty queue name (:func:`store_format.consumequeue.empty_light_names_on_restart`): refused."""
     for e in chain.entries:
-        why = e.summary.get("light_unmodelled")
+        why = e.summary.get("light_unmodelled") or (e.summary.get("light_unmodelled_on_restart") if restart else None)
         if why:
             seg = st.segments[e.split.segment]
             raise UnsupportedConfigError(
@@ -154,10 +154,10 @@ def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain) -> None:
 
 
 def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split], work_uri: str, runner: TaskRunner,
-                   *, index_seed: IndexSeed | None = None) -> ReputWalk:
+                   *, index_seed: IndexSeed | None = None, restart: bool = False) -> ReputWalk:
     """Scan every split of ``st`` in parallel into ``work_uri``, then follow the reput from split to
     split (walking here the splits whose walk must start elsewhere) and carry the index state from
-    ``index_seed`` (default: no index entry before the first split)."""
+    ``index_seed`` (default: no index entry before the first split).  ``restart``: the walk of ``--as-restart``."""
     progress = runner.progress
     buckets = max(1, min(runner.parallelism, 512))
     scanned = sum(sp.seg_size - sp.start if sp.end > sp.seg_size else sp.end - sp.start for sp in splits)
@@ -172,7 +172,7 @@ def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split],
     progress.stage("chain")
     rewalk = driver_rewalk(st, config, work_uri, buckets)
     chain = chain_splits(st, config, splits, summaries, rewalk)
-    _refuse_unmodelled_light_units(st, chain)
+    _refuse_unmodelled_light_units(st, chain, restart)
     index_in, index_totals = carry_index_state(chain, config, rewalk, index_seed)
     progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the "
                   f"driver, {len(chain.dropped)} unreachable")

@@ -24,7 +24,8 @@ from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
 from .walkresult import L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
 __all__ = ["QueueTable", "Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states",
-           "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue", "empty_light_names_unmodelled"]
+           "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue", "cq_queue_folder",
+           "empty_light_names_on_restart"]
 
 NOT_STARTED = np.iinfo(np.int64).min
 
@@ -172,15 +173,21 @@ def runs_per_queue(qidx: np.ndarray, rows: np.ndarray) -> Iterator[tuple[int, np
             yield int(q_sorted[a]), sel[a:b]
 
 
-def empty_light_names_unmodelled(res: WalkResult) -> str:
-    """Why a walk's light units are not rebuilt into consume queue files (empty: they are): a multi-dispatch request
-    naming an empty queue (``LMQ_EMPTY_NAME``, its offset parsed).  ``ConsumeQueue.multiDispatchLmqQueue`` (4.9.8,
-    5.x) puts its unit into the queue of topic "" under the record's queue id, whose folder
-    ``consumequeue/<topic>/<queueId>`` is then ``consumequeue/<queueId>`` (``ConsumeQueueStore.
-    findOrCreateConsumeQueue``), its files straight in it, where a topic's queue folders would be: seen on the 5.5.1
-    broker (tests/test_rocksdb_light_empty_broker.py), not modelled."""
+def cq_queue_folder(topic: str, queue_id: int) -> str:
+    """A consume queue's folder below the store root (``ConsumeQueue``'s ``storePath + File.separator + topic +
+    File.separator + queueId``): ``consumequeue/<topic>/<queueId>``, and for topic "" (a multi-dispatch request's
+    empty name, a blank's empty request) ``consumequeue/<queueId>``, the empty name collapsing to nothing between
+    the separators, so its files lie where a topic's queue folders would."""
+    return f"consumequeue/{topic}/{queue_id}" if topic else f"consumequeue/{queue_id}"
+
+
+def empty_light_names_on_restart(res: WalkResult) -> str:
+    """Why a restart's walk (``--as-restart``) is not predicted when its records put units under an empty light
+    queue name (``LMQ_EMPTY_NAME``; empty: none): ``rebuild`` writes them (topic "", :func:`cq_queue_folder`), but a
+    start loads ``consumequeue/<queueId>/`` as topic "<queueId>" (``loadConsumeQueue``: each file name there read as
+    a queue id), not as topic "", and what its reput then does over those files is not modelled."""
     if (res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME).any():
-        return ("a multi-dispatch request there names an empty queue: the broker's file consume queue puts its "
-                "units under topic \"\" into consumequeue/<queueId>/ (ConsumeQueue.multiDispatchLmqQueue), not "
-                "modelled")
+        return ("a multi-dispatch request there names an empty queue, whose files (consumequeue/<queueId>/, topic \"\" "
+                "of ConsumeQueue.multiDispatchLmqQueue) a broker start loads as topic \"<queueId>\": a restart over "
+                "them is not modelled (rebuild without --as-restart writes them)")
     return ""

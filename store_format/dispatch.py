@@ -78,6 +78,7 @@ from .walkresult import (
     R_TOTAL,
     STATUS_DISPATCHED,
     WalkResult,
+    light_units_put,
 )
 
 __all__ = ["dispatch_flags", "put_index_keys", "wants_multi_dispatch", "multi_dispatch_units", "gather_strings",
@@ -232,8 +233,8 @@ def multi_dispatch_units(buf, origin, n_rec, queue_id, spans, enable_lmq, is_5x,
     ``LMQ_SKIPPED_SEPARATOR_BAD_OFFSET`` when that offset is one ``Long.parseLong`` refuses: a RocksDB consume queue
     puts such names, :func:`store_format.rocksdb_cq.light_rows`); an empty name (``",%LMQ%a"``: ``String.split``
     drops trailing empty parts only) whose offset parses is ``LMQ_EMPTY_NAME``, a unit of topic "" under the
-    record's queue id, which :func:`queue_units` leaves out and a RocksDB consume queue puts
-    (:func:`store_format.rocksdb_cq.light_rows`).  Returns rows used."""
+    record's queue id, put like an ``LMQ_OK`` one (:func:`store_format.walkresult.light_units_put`).  Returns rows
+    used."""
     ms = spans[P_MULTI_DISPATCH, 0]
     mo = spans[P_MULTI_OFFSET, 0]
     qe_all = ms + spans[P_MULTI_DISPATCH, 1]
@@ -500,14 +501,14 @@ class QueueUnits:
 def queue_units(res: WalkResult, batch_topics: frozenset[str] = frozenset()) -> QueueUnits:
     """What ``CommitLogDispatcherBuildConsumeQueue`` hands the consume queues for a walk's records:
     each dispatched record of type not/commit to its own queue, then (multi-dispatch) to each light
-    queue whose offset parsed.
+    queue whose offset parsed (:func:`store_format.walkresult.light_units_put`; an empty name is topic "").
 
     ``batch_topics``: the store's BatchCQ topics.  Their records get no light queue units (only
     ``ConsumeQueue.putMessagePositionInfoWrapper`` dispatches to light queues, not
     ``BatchConsumeQueue``'s), and with any such topic the units carry the batch queue columns."""
     rec = res.rec
     own = np.nonzero((rec[:, R_STATUS] == STATUS_DISPATCHED) & ((rec[:, R_FLAGS] & F_CQ) != 0))[0]
-    lmq = res.lmq[res.lmq[:, L_STATUS] == LMQ_OK]
+    lmq = res.lmq[light_units_put(res.lmq)]
     light = None
     if len(lmq):
         record = np.concatenate([own, lmq[:, L_REC]])

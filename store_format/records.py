@@ -19,6 +19,7 @@ from .layout import (
     SYSFLAG_TRANSACTION_MASK,
 )
 from .msgid import hex_chars, offset_msg_id_bytes
+from .walkresult import light_units_put
 
 __all__ = ["LEAN_FIELDS", "DETAIL_FIELDS", "BODY_FIELD", "lean_columns", "detail_columns", "hex_strings",
            "host_strings", "list_array", "gather_binary", "properties_map"]
@@ -89,7 +90,7 @@ def lean_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
                            np.where(rec[:, cl.R_TOPIC_LEN] > 0, rec[:, cl.R_TOPIC_LEN], 0))
     key_offsets = _record_offsets(res.key[:, cl.K_REC], n)
     key_hashes = list_array(key_offsets, pa.array(index_hash(res.key[:, cl.K_HASH])))
-    lmq = res.lmq[res.lmq[:, cl.L_STATUS] == cl.LMQ_OK]
+    lmq = res.lmq[light_units_put(res.lmq)]
     lmq_offsets = _record_offsets(lmq[:, cl.L_REC], n)
     lmq_names = gather_strings(np.asarray(res.text, dtype=np.uint8), res.text_origin, lmq[:, cl.L_NAME_START],
                                lmq[:, cl.L_NAME_LEN])

@@ -54,7 +54,6 @@ from .walkresult import (
     L_REC,
     L_STATUS,
     LMQ_BAD_OFFSET,
-    LMQ_EMPTY_NAME,
     LMQ_OK,
     LMQ_SKIPPED_SEPARATOR,
     LMQ_SKIPPED_SEPARATOR_BAD_OFFSET,
@@ -194,10 +193,11 @@ def light_rows(res: WalkResult) -> WalkResult:
       ``LMQ_SKIPPED_SEPARATOR``, its offset parsed all the same, or ``LMQ_SKIPPED_SEPARATOR_BAD_OFFSET``, one
       ``Long.parseLong`` refuses, which ``dispatchLMQ`` parses and fails on: ``LMQ_BAD_OFFSET`` here);
     * an empty name (``LMQ_EMPTY_NAME``: ``",%LMQ%a"``, ``String.split`` keeps a leading or inner empty part) is put
-      too: it is no ``MixAll.isLmq`` name, so its unit keeps the record's queue id, under topic "" (a key of topic
-      length 0), and the offset family gets that queue's max like any other's."""
+      as the file queues put it (:func:`store_format.walkresult.light_units_put`): it is no ``MixAll.isLmq`` name, so
+      its unit keeps the record's queue id, under topic "" (a key of topic length 0), and the offset family gets that
+      queue's max like any other's."""
     status = res.lmq[:, L_STATUS]
-    put = (status == LMQ_SKIPPED_SEPARATOR) | (status == LMQ_EMPTY_NAME)
+    put = status == LMQ_SKIPPED_SEPARATOR
     slashed_bad = status == LMQ_SKIPPED_SEPARATOR_BAD_OFFSET
     if not (put.any() or slashed_bad.any()):
         return res

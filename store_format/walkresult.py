@@ -64,7 +64,17 @@ LMQ_OK = 0
 LMQ_BAD_OFFSET = 1           # Long.parseLong failed: the broker's dispatcher throws (see dispatch.py)
 LMQ_SKIPPED_SEPARATOR = 2    # 5.x file queues skip queue names holding the path separator (offset parsed)
 LMQ_SKIPPED_SEPARATOR_BAD_OFFSET = 3   # the same, its offset one Long.parseLong refuses (a RocksDB queue parses it)
-LMQ_EMPTY_NAME = 4           # an empty queue name, offset parsed: no file queue unit modelled (a RocksDB queue puts it)
+LMQ_EMPTY_NAME = 4           # an empty queue name, offset parsed: put under topic "" (light_units_put)
+
+
+def light_units_put(lmq: np.ndarray) -> np.ndarray:
+    """Which multi-dispatch rows (``lmq``) the consume queues put (a boolean mask): those whose offset parsed, by the
+    file queues (4.9.8 and 5.x ``ConsumeQueue.multiDispatchLmqQueue``) and the RocksDB one
+    (``RocksDBConsumeQueueStore.dispatchLMQ``) alike, an empty name too (``LMQ_EMPTY_NAME``: topic "" under the
+    record's queue id); the RocksDB consume queue's further ones: :func:`store_format.rocksdb_cq.light_rows`."""
+    status = lmq[:, L_STATUS]
+    return (status == LMQ_OK) | (status == LMQ_EMPTY_NAME)
+
 
 # record status
 STATUS_DISPATCHED = 0        # read, size > 0: handed to the dispatchers

@@ -16,12 +16,18 @@ table's light units.  By default 5.5.1; ``PIPELINES_FULL_SUITE=1`` adds 5.3.3 (a
 The same messages in a store of consume queue files (``<line>-light-empty-files``, ``enableMultiDispatch=true``,
 ``enableLmq=false``): ``ConsumeQueue.multiDispatchLmqQueue`` puts the empty name's units into the queue of topic ""
 under the record's queue id, whose files land in ``consumequeue/<queueId>/`` (``consumequeue/<topic>/<queueId>``
-with an empty topic), where a topic's queue folders would be; not modelled: ``rebuild`` refuses it in one line
-(:func:`store_format.consumequeue.empty_light_names_unmodelled`).
+with an empty topic), where a topic's queue folders would be, by the file queue's put rule.  4.9.8's put
+(``MultiDispatch.wrapMultiDispatch``) writes ``INNER_MULTI_QUEUE_OFFSET`` itself from its own table (key
+``<name>-<queueId>``, 0 for a queue it has not seen), so the commitlog holds 0, 1, ... for topic "" there, not the
+client's offsets.  Our rebuild writes the broker's ``consumequeue/`` and ``index/`` byte for byte
+(:func:`store_format.walkresult.light_units_put`, :func:`store_format.consumequeue.cq_queue_folder`); ``--as-restart``
+refuses it in one line (a start loads that folder as topic "<queueId>":
+:func:`store_format.consumequeue.empty_light_names_on_restart`).
 """
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import broker_harness as bh
@@ -174,8 +180,15 @@ def test_the_file_queues_put_empty_names_into_consumequeue_queue_id(written, nam
     """What the broker wrote with file queues: each empty name's unit in the queue of topic "", whose file lies at
     ``consumequeue/<queueId>/00000000000000000000`` (no topic folder), by the file queue's put rule: queue 1's at 0
     and, asked for 9, at the write position 1 (``ConsumeQueue.putMessagePositionInfo`` appends it there); queue 0's
-    at 4 (blank units before it) and 5 on 5.x, at 0 and 1 on 4.9.8 (not looked into: refused all the same)."""
-    cq = Path(written["scenario"]["dir"]) / "expected" / "consumequeue"
+    at 4 (``fillPreBlank`` units before it) and 5 on 5.x, at 0 and 1 on 4.9.8, whose put wrote its own offsets into
+    the records (module docstring; the commitlog's ``INNER_MULTI_QUEUE_OFFSET`` values asserted first)."""
+    d = Path(written["scenario"]["dir"])
+    carried = [re.findall(rb"INNER_MULTI_QUEUE_OFFSET\x01([0-9,]*)", f.read_bytes())
+               for f in sorted((d / "store" / "commitlog").iterdir())]
+    client = [o.encode() for _n, o, _q in REQUESTS]
+    assert [o for found in carried for o in found] == (
+        [b"0,0", b"0,0,0", b"1,1", b"", b"1,0"] if written["line"] == "4.9.8" else client)
+    cq = d / "expected" / "consumequeue"
     own = [phy for t in ("T0", "T1") for q in (0, 1) for f in sorted((cq / t / str(q)).iterdir())
            for phy in _file_units(f).values()]
     at = _requests_at(own)
@@ -186,9 +199,74 @@ def test_the_file_queues_put_empty_names_into_consumequeue_queue_id(written, nam
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_rebuild_refuses_an_empty_name_on_file_queues_in_one_line(written, name):
-    """Not modelled for file queues: ``rebuild`` exits 2 with one error line naming it."""
-    reb = written["rebuild"]
-    errors = [ln for ln in reb["stderr"].splitlines() if ln.startswith("error:")]
-    assert reb["code"] == 2 and len(errors) == 1, reb["stderr"][-2000:]
+def test_rebuild_writes_the_broker_s_files(written, name):
+    """Our rebuild's ``consumequeue/`` (topic ""'s ``consumequeue/<queueId>/`` files among them) and ``index/`` are the
+    broker's, byte for byte: the same files, the same bytes."""
+    d = bh.rebuilt_dir(written)
+    exp, ours = d / "expected" / "consumequeue", d / "ours" / "consumequeue"
+    names = sorted(str(p.relative_to(exp)) for p in exp.rglob("*") if p.is_file())
+    assert "0/00000000000000000000" in names
+    assert names == sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file())
+    for rel in names:
+        bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
+    exp_idx, our_idx = sorted((d / "expected" / "index").iterdir()), sorted((d / "ours" / "index").iterdir())
+    assert exp_idx and len(our_idx) == len(exp_idx)
+    for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_messages_table_lists_topic_empty_units_of_the_broker_s_files(written, name):
+    """The messages table's light units of name "" are the broker's topic "" units: (queue id, queue offset, record)
+    of every unit in ``consumequeue/<queueId>/``, the queue offset the one the put rule gave it (on 5.x the request
+    asking for 9 is listed at 1, where its unit lies)."""
+    from pipelines.tables.runs import snapshot
+
+    d = bh.rebuilt_dir(written)
+    broker = {(qid, at, phy) for qid in (0, 1) for at, phy in
+              _file_units(d / "expected" / "consumequeue" / str(qid) / "00000000000000000000").items()}
+    ours = set()
+    for r in snapshot(str(d / "tables")).read_arrow("messages").to_pylist():
+        for n, q, u in zip(r["lmq_queues"] or [], r["lmq_queue_ids"] or [], r["lmq_consume_queue_offsets"] or []):
+            if n == "" and u is not None:
+                ours.add((q, u, r["commitlog_offset"]))
+    assert len(broker) == 4 and ours == broker
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_as_restart_refuses_an_empty_name_on_file_queues_in_one_line(written, name):
+    """A start loads ``consumequeue/<queueId>/`` as topic "<queueId>", not modelled: ``rebuild --as-restart`` of the
+    store exits 2 with one error line naming it."""
+    d, version = Path(written["scenario"]["dir"]), bh.BROKER_VERSION_ARG[written["line"]]
+    code, _, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours-restart"), "--as-restart",
+                           "--config", str(d / "broker.conf"), "--broker-version", version, "--split-size", "4k",
+                           "--no-tables"])
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(errors) == 1, err[-2000:]
     assert "names an empty queue" in errors[0] and "multiDispatchLmqQueue" in errors[0], errors[0]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_verify_compares_topic_empty_files_with_the_broker_s(written, name, tmp_path):
+    """``verify`` of the store with the broker's own ``consumequeue/`` and ``index/``: identical, every broker file
+    counted (topic ""'s among them: files straight in ``consumequeue/<queueId>/``, which a start does not load as a
+    queue, compared as files); with topic "" queue 1's unit at 1 zeroed it reports that file differing, and ``repair``
+    writes the broker's bytes back."""
+    d, version = Path(written["scenario"]["dir"]), bh.BROKER_VERSION_ARG[written["line"]]
+    broker_files = [p for p in (d / "expected" / "consumequeue").rglob("*") if p.is_file()]
+    store = bh.broker_store(d, tmp_path / "store")
+    report = bh.verified(store, d / "broker.conf", version)
+    assert report["identical"] and report["counts"]["consume_queue"]["identical"] == len(broker_files), report["counts"]
+    damaged = store / "consumequeue" / "1" / "00000000000000000000"
+    data = bytearray(damaged.read_bytes())
+    assert int.from_bytes(data[20:28], "big") > 0
+    data[20:40] = bytes(20)
+    damaged.write_bytes(bytes(data))
+    report = bh.verified(store, d / "broker.conf", version)
+    assert not report["identical"] and report["counts"]["consume_queue"]["differs"] == 1, report["counts"]
+    assert [r["path"] for r in report["consume_queue"] if r["status"] != "identical"] == ["1/00000000000000000000"]
+    code, _out, err = bh.cli(["repair", "--store", str(store), "--config", str(d / "broker.conf"), "--broker-version",
+                              version, "--split-size", "4k", "--force"])
+    assert code == 0, err[-2000:]
+    bh.same_bytes((d / "expected" / "consumequeue" / "1" / "00000000000000000000").read_bytes(), damaged.read_bytes(),
+                  "the repaired consumequeue/1/00000000000000000000")
