@@ -517,12 +517,12 @@ def _verify_with_plan(monkeypatch, store: Path, src: Path, line: str) -> tuple[d
     prediction, and the crash plan (``store_format.dledger_crash_plan.DLedgerCrash``) it made."""
     from pipelines.verify import compare_store
     plans = []
-    real = compare_store._dledger_crash
+    real = compare_store.dledger_crash_on_disk
 
     def capture(*args):  # noqa: ANN002, ANN202
         plans.append(real(*args))
         return plans[-1]
-    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    monkeypatch.setattr(compare_store, "dledger_crash_on_disk", capture)
     _code, report = _verify(store, src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")

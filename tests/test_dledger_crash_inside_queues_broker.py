@@ -73,8 +73,8 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     def capture(*args):
         plans.append(real(*args))
         return plans[-1]
-    real = compare_store._dledger_crash
-    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    real = compare_store.dledger_crash_on_disk
+    monkeypatch.setattr(compare_store, "dledger_crash_on_disk", capture)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")

@@ -115,12 +115,12 @@ def _verify(src, tmp_path, monkeypatch, line: str = LINE) -> tuple[dict, str, ob
     from pipelines.cli import main
     from pipelines.verify import compare_store
     plans = []
-    real = compare_store._dledger_crash
+    real = compare_store.dledger_crash_on_disk
 
     def capture(*args):  # noqa: ANN002, ANN202
         plans.append(real(*args))
         return plans[-1]
-    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    monkeypatch.setattr(compare_store, "dledger_crash_on_disk", capture)
     out = io.StringIO()
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
         main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",

@@ -173,12 +173,12 @@ def test_verify_predicts_a_reput_set_at_2147483647_after_a_walk_that_dispatched_
     cut_t0 = sum(o >= cut for o in t0)
     assert cut_t0 == 11207 and int(loaded["T0/0"]["maxOffset"]) == 20 * (len(t0) - cut_t0), (cut_t0, loaded["T0/0"])
     plans = []
-    real = compare_store._dledger_crash
+    real = compare_store.dledger_crash_on_disk
 
     def capture(*args):  # noqa: ANN002, ANN202
         plans.append(real(*args))
         return plans[-1]
-    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    monkeypatch.setattr(compare_store, "dledger_crash_on_disk", capture)
     out = io.StringIO()
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
         main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from store_format.batchconsumequeue import BCQ_DIR
-from store_format.layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
+from store_format.layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, SEGMENT_NAME_RE
 
 CQ_DIR = "consumequeue"
 CQ_EXT_DIR = "consumequeue_ext"   # StorePathConfigHelper.getStorePathConsumeQueueExt
@@ -49,3 +49,8 @@ def cq_units(data: bytes | memoryview) -> np.ndarray:
     """A consume queue file's 20-byte units as a structured array (a partial last unit left out)."""
     n = len(data) // CQ_UNIT_SIZE
     return np.frombuffer(data, dtype=CQ_UNIT_DTYPE, count=n)
+
+
+def queue_files(fs: pafs.FileSystem, folder: str) -> list[tuple[str, bytes]]:
+    """The files of one queue folder that its MappedFileQueue maps (20-digit names), with their bytes."""
+    return [(n, read_all(fs, f"{folder}/{n}")) for n in sorted(list_tree(fs, folder)) if SEGMENT_NAME_RE.match(n)]
