@@ -52,7 +52,8 @@ light queue offset, no ext unit: the request's tags code), and so do a queue's o
 order, each with its own counter's queue offset, with ext files only its own units counting ext units (checked
 against the 5.5.1 broker, ``-t9-first-light-mixed-ext``), a record's own unit before its light one in it (dispatch
 order: the light one then at the max its own unit set, dropped; checked against the 5.5.1 broker for the walk's
-record, ``-t9-first-light-mixed-ext-self``, and a parsed one; a record of the earlier files with both: refused); a
+record, ``-t9-first-light-mixed-ext-self``, a parsed one, and one of the earlier files,
+``-t9-first-light-mixed-ext-earlier-both``: its own unit of queue offset 0 appended, its light one dropped); a
 message parsed where the reput was set for such a queue goes first (:func:`appended_cut`), as its own unit or a
 light one (checked against the 5.5.1 broker, ``-t9-first-light-mixed-parsed-own``, ``-parsed-light`` and
 ``-t9-first-light-mixed-ext-parsed-both``), with ext files its ext unit put first too
@@ -396,10 +397,9 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
     walk's first unit; checked with a file of one ``fillPreBlank`` unit on disk).
 
     Raises:
-        the exception ``why(reason)`` gives: a queue with batch units, own and light units both (two queue offset
-        counters) with a record of the data files before the walk's whose own and light unit both are in it, one
-        on disk before the walk whose files the cut leaves in another state, a walk unit not cut, or the rebuild's
-        units in a file the broker's replay does not open (a guard): not modelled.
+        the exception ``why(reason)`` gives: a queue with batch units, one on disk before the walk whose files the
+        cut leaves in another state, a walk unit not cut, or the rebuild's units in a file the broker's replay does
+        not open (a guard): not modelled.
     """
     units: list[InsideUnit] = []
     stale: list[tuple[str, int, int]] = []
@@ -421,11 +421,8 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
             raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not own or light ones all in its "
                       "last data file past processOffset (the cut leaving it fillPreBlank units only)")
         # a record's own and light unit both in it come in dispatch order (its own unit, then
-        # multiDispatchLmqQueue's: QueueTrack.add, parsed_units), each by the same rule; such a record of the earlier
-        # files: refused (not checked)
-        if mixed and len(np.unique(rows[:, U_OFFSET])) != len(rows):
-            raise why(f"{name[0]}/{name[1]}, a queue with own and light units both (two queue offset counters), a "
-                      "record of the data files before the walk's with its own and light unit both in it")
+        # multiDispatchLmqQueue's: QueueTrack.add, parsed_units), each by the same rule, a record of the earlier files
+        # as the walk's or a parsed one (the light one then at the max its own unit set, dropped)
         if first:   # the parsed units first (putMessagePositionInfo from the cut's state), then the earlier records
             pre = np.zeros((len(first), rows.shape[1]), np.int64)
             pre[:, U_OFFSET] = [u.offset for u in first]

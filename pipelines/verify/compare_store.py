@@ -298,7 +298,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         walk_first.restart_reput_from if walk_first is not None else None,
         walk_end=crash.walk_end if crash is not None and crash.walk_end >= 0 else
         walk_first.dispatch_from if walk_first is not None else None,
-        walk_from=crash.start_offset if crash is not None and crash.old_parsed else None,   # reput from old files
+        # a reput from before the walk's data file (old files or earlier data files) walks their records after the
+        # walk indexed its own: the walk's keys from its start, theirs below its endPhyOffset skipped
+        walk_from=crash.start_offset if crash is not None and crash.before else None,
         old_runs=crash.old_parsed_runs if crash is not None else (),
         # the ext units of the messages that reput parses (no rebuilt queue holds their units), and the queues the
         # cut leaves no file of (no kept unit points at an ext unit of theirs)

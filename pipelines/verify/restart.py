@@ -303,7 +303,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
-    ``walk_from``: with ``parsed_keys``, where the walk's keys begin (a reput from before it: its own records after).
+    ``walk_from``: where the walk's keys begin (a reput from before it, ``dispatch_from``: its own records after,
+    ``IndexService.buildIndex`` skipping those below the ``endPhyOffset`` the walk left: with ``parsed_keys`` its
+    ``parsed_then``, else ``reindex_from``'s second walk).
     ``old_runs``: with ``parsed_keys``, a reput from a converted store's old files whose check refuses records there
     and parses messages 48 bytes further (:attr:`store_format.dledger_crash.DLedgerCrash.old_parsed_runs`): the last
     of ``parsed_keys`` are theirs, put in reput order among the old records' (:func:`predict_index`).
