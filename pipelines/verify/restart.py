@@ -476,7 +476,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         then = again if second_reput else p.reput_from if not is5 and p.reput_from < commitlog_end else None
         predict_index(p, abnormal_from, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown, end=commitlog_end,
-                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end,
+                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end, accelerated=True,
                       second_reput_from=then, second_reput_note=None if second_reput else (
                           f"4.9.x DefaultMessageStore.start: the reput walks again from {then} (the queues' max "
                           "physical offset after the recovery), indexing the last indexed record a second time "
