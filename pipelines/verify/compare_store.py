@@ -325,7 +325,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                   if (crash.cut is not None and crash.walk_end < 0) or f"{a.topic}/{a.queue_id}" in ext_back}
         if crash is not None else None,
         # of those, the own units the reput puts back, from the plan (the rebuild stops at the committed position)
-        ext_put_back=ext_back, ext_not_predicted=ext_refused)
+        ext_put_back=ext_back, ext_not_predicted=ext_refused, after_load={  # the queues after the walk and the cut
+            f"{t}/{q}": v for (t, q), v in crash.cut.loaded.items()} if crash is not None and crash.cut else None)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]
