@@ -283,7 +283,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there;
         # set at 2147483647 inside an old file or an earlier data file and gone on before the walk's data file,
         # from there (drops_before)
-        dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before)
+        dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before or crash.anew)
                        else crash.start_offset)
         if crash is not None else None,
         cut_lost=cut_lost(crash, states, lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}")
@@ -307,7 +307,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         walk_first.restart_reput_from if walk_first is not None else None,
         walk_end=crash.walk_end if crash is not None and crash.walk_end >= 0 else
         walk_first.dispatch_from if walk_first is not None else None,
-        walk_from=crash.start_offset if crash is not None and crash.old_parsed else None,   # reput from old files
+        # a reput from old files or writing the queues anew: the keys from the walk's start
+        walk_from=crash.start_offset if crash is not None and (crash.old_parsed or crash.anew) else None,
         old_runs=crash.old_parsed_runs if crash is not None else (),
         # the ext units of the messages that reput parses (no rebuilt queue holds their units), and the queues the
         # cut leaves no file of (no kept unit points at an ext unit of theirs)

@@ -304,7 +304,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
-    ``walk_from``: with ``parsed_keys``, where the walk's keys begin (a reput from before it: its own records after).
+    ``walk_from``: where the walk's keys begin, with ``parsed_keys`` or where ``dispatch_from`` is the reput's start
+    before it (a reput from before it: its own records after, below the walk's last indexed one none).
     ``old_runs``: with ``parsed_keys``, a reput from a converted store's old files whose check refuses records there
     and parses messages 48 bytes further (:attr:`store_format.dledger_crash.DLedgerCrash.old_parsed_runs`): the last
     of ``parsed_keys`` are theirs, put in reput order among the old records' (:func:`predict_index`).
