@@ -101,7 +101,8 @@ class QueueRestart:
     units_truncated: int = 0                   # truncateDirtyLogicFiles: at or past the commitlog end
     files_deleted_by_truncate: list[str] = dataclasses.field(default_factory=list)
     # after the store's load (ConsumeQueue.recover, the commitlog's recovery; a 5.x DLedger crash restart whose walk
-    # dispatched nothing: after its cut), before the start's reput, whose units units_dispatched_again counts
+    # dispatched nothing: after its cut), before the start's reput, whose units units_dispatched_again counts; after
+    # any other 5.x DLedger crash: ConsumeQueue.recover's, before the walk's units and the cut (not modelled here)
     max_physic_offset: int = -1                # ConsumeQueue.getMaxPhysicOffset then
     units_dispatched_again: int = 0
     units_appended_by_recovery: int = 0        # abnormal start: recoverAbnormally's dispatch (in write_position)
