@@ -83,6 +83,11 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   so no ``fillPreBlank`` units; the cut then deletes it when its first unit lies past ``processOffset``
   (``QueuesOnDisk.zeros_queues``; checked on 5.5.1 by ``-small-zeros-kept`` and ``-small-zeros-emptied``, without a
   cut by ``-small-zeros-uncut-emptied``, and on 5.3.3, which walks from the first data file there and cuts nothing).
+  Where the cut deletes every such file and the store holds no other queue, no queue keeps a max and the start's
+  reput begins at the min offset, before the walk's data file: it writes every queue anew from there, its records
+  below the walk's last indexed one unindexed (``IndexService.buildIndex``: ``endPhyOffset``), so units follow the
+  reput's start and keys the walk's (``DLedgerCrash.anew``; checked on 5.5.1 by ``-zeros-before`` and the 2 GiB
+  ``-past-2gib-before-t9-first-on-disk-zeros``).
 * 5.5.1 ``enableAcceleratedRecovery`` and ``checkCommitLogOffsetOnRecover`` are read by
   ``CommitLog.recoverAbnormally`` only, which a DLedger store runs on its old commitlog alone (no data file
   yet); the first also by ``ConsumeQueueStore.getDispatchFromPhyOffset(false)``, which
@@ -122,6 +127,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   ``DLedgerCrash.inside_keys``).
 """
 from __future__ import annotations
+
+import dataclasses
 
 from . import commitlog as cl
 from .config import BrokerConfig
@@ -199,7 +206,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a queue the walk writes whose files
             on disk hold no unit (``QueuesOnDisk.empty_queues``; one file of zeros named 0, ``zeros_queues``, is
             modelled after a walk to the log's end, with or without the cut, the start's reput from the walk's data
-            files on, not set inside an entry, the walk's own units only), a message check that ends the
+            files on or, the cut deleting every such file and no other queue on disk, from before them, not set
+            inside an entry, the walk's own units only), a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
@@ -301,12 +309,19 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
         if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (reput_skips)
             log_end = reput_ends
-    if zeros and cut is not None and (cut.inside_from >= 0 or reput < files[first].base):
-        raise _empty_refusal(zeros, "and the start's reput is set inside an entry" if cut.inside_from >= 0 else
-                             "and the start's reput begins before the walk's data file")
+    if zeros and cut is not None and cut.inside_from >= 0:
+        raise _empty_refusal(zeros, "and the start's reput is set inside an entry")
+    # the reput from before the walk's data file after the cut deleted every file of zeros the walk wrote, no other
+    # queue on disk: no queue keeps a unit, so it writes every queue anew from there (DLedgerCrash.anew); not others
+    anew = bool(zeros) and reput < files[first].base
+    if anew and (cut is None or not set(zeros) <= cut.held_emptied or on_disk is not None
+                 and bool((on_disk.consume_queues | on_disk.batch_queues) - set(zeros))):
+        raise _empty_refusal(zeros, "and the start's reput begins before the walk's data file (modelled: only when "
+                             "the cut deletes every such file and the store holds no other queue)")
     if reput < files[first].base:
-        return reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
-                                  track, config, cut, rec.committed_pos, walked, past)
+        plan = reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
+                                 track, config, cut, rec.committed_pos, walked, past)
+        return dataclasses.replace(plan, anew=True) if anew else plan
     ext_again = ext_refused(cut.ext_again) if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     if past is not None and ext_again and reput < end:   # the reput walks on past the walk's end: its own units there

@@ -207,6 +207,10 @@ class QueueCut:
     # verify: per queue on disk before the walk, the cut's state of its files (OnDiskCut: max, a file stays, write
     # position, the walk's units dispatched; QueuesOnDisk.max_after_cut)
     held_cut: Mapping[tuple[str, int], OnDiskCut] = dataclasses.field(default_factory=dict)
+    # verify, a walk that dispatched nothing (store_format.dledger_walked_nothing.reput_after_cut): per queue on disk,
+    # its max physical offset and write position as the store's load leaves them after this cut, before the start's
+    # reput (a queue left with no file: write position 0, max processOffset, -1 on 5.5.1: correctMinOffset)
+    loaded: Mapping[tuple[str, int], tuple[int, int]] = dataclasses.field(default_factory=dict)
 
     @property
     def lost_units(self) -> int:

@@ -64,6 +64,10 @@ class DLedgerCrash:
     # per record of old_parsed: its offset, where the reput goes on (that old file's end) and how many of inside_keys'
     # last keys it parsed there (dledger_crash_old.old_parsed_keys): verify's keys in put order
     old_parsed_runs: tuple[tuple[int, int, int], ...] = ()
+    # with before: every queue on disk was a file of zeros the walk wrote (QueuesOnDisk.zeros_queues) and the cut
+    # deleted it, so no queue keeps a unit and the reput writes every queue anew from reput_from: verify counts the
+    # units put from there, the keys from start_offset (buildIndex skips the records below the walk's last indexed one)
+    anew: bool = False
 
     @property
     def jump(self) -> tuple[int, int] | None:

@@ -163,14 +163,15 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     v55 = config.brokerVersion == "5.5"
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
     after = on_disk.max_after_cut(process_offset, {}) if truncates else {}
+    # each queue's max and write position after the cut (5.5.1: -1 for a consume queue left with no file)
+    loaded = {n: (-1 if v55 and not stays and v == process_offset else v, w) for n, (v, stays, w, _d) in after.items()}
     inside_from = -1
     inside_records: tuple[tuple[int, int], ...] = ()
     placed = Placed()
     if not config.recheckReputOffsetFromCq:
         reput = confirm_offset
     else:
-        tops = [-1 if v55 and not stays and v == process_offset else v for v, stays, _w, _d in after.values()] \
-            if truncates else [on_disk.max_physic_offset]
+        tops = [v for v, _w in loaded.values()] if truncates else [on_disk.max_physic_offset]
         reput = max(min_offset, 0, *tops)
         if truncates and reput == process_offset - 1 and inside is not None:
             goes_on, records, _units = inside(reput)   # the file's last byte: its check fails, the reput jumps
@@ -205,7 +206,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     if not truncates:
         return reput, None
     return reput, QueueCut(reput, (), {}, 0, inside_from=inside_from, inside_records=inside_records,
-                           inside_placed=placed,
+                           inside_placed=placed, loaded=loaded,
                            held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))
 
 

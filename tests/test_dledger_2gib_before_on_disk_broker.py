@@ -18,15 +18,13 @@ with ``QueueCut.held_cut`` (the on-disk state after the cut, ``QueuesOnDisk.max_
 ``ConsumeQueue.recover`` keeps that file empty (max -1, write position 0) and, the file not created in this run
 (``MappedFile.isFirstCreateInQueue``), ``putMessagePositionInfo`` writes no ``fillPreBlank`` units: the walk's T9 unit
 (queue offset 1) goes at 0 ("logic queue order maybe wrong"), the cut deletes the file, no queue keeps a max, and the
-reput starts at the commitlog's min offset: not the shape above.  ``verify`` refuses it in one line
-(``QueuesOnDisk.empty_queues``).
+reput starts at the commitlog's min offset: not the shape above.  ``verify`` predicts it
+(``QueuesOnDisk.zeros_queues``, ``DLedgerCrash.anew``: every queue written anew from the reput's start, the keys from
+the walk's).
 """
 from __future__ import annotations
 
 import base64
-import contextlib
-import io
-import json
 
 import broker_harness as bh
 import pytest
@@ -36,13 +34,14 @@ from broker_dledger_2gib import (
     LINE,
     NEEDS_2GIB,
     as_restart_matches_broker,
+    held_units,
+    queued_messages,
     verify_restart,
     written,
 )
 from broker_dledger_scenarios import PAST_2GIB_FILE
 from test_dledger_2gib_before_more_broker import past_2gib_before_t9_first_scenario
 
-from pipelines.cli import main
 from store_format.dledger import ENTRY_HEADER_SIZE
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
@@ -100,10 +99,11 @@ def test_crash_restart_whose_reput_before_the_walk_appends_to_a_queue_on_disk(tm
         int(load["maxPhysicOffset"]), int(load["maxOffset"]), t9_messages - held), (q, p["notes"])
 
 
-def test_crash_restart_with_an_empty_queue_file_on_disk_is_refused(tmp_path):
+def test_crash_restart_with_an_empty_queue_file_on_disk_writes_every_queue_anew(tmp_path):
     """T9's file on disk all zeros: the 5.5.1 broker's walk puts T9's unit at 0 (no ``fillPreBlank`` unit before it),
     its cut deletes the file (no queue left a file: the reput from the commitlog's min offset, 0, puts back every
-    queue from its start); ``verify`` says "not predicted" in one line rather than guess."""
+    queue from its start); ``verify`` predicts every queue's units lost (from the reput's start) and the index keys
+    put again (from the walk's start) as the broker's files hold them (``DLedgerCrash.anew``)."""
     sc = past_2gib_before_t9_on_disk_scenario(LINE, bytes(CQ_FILE), "-on-disk-zeros")
     w, src = written(sc, tmp_path)
     assert (src / "before" / T9_FILE).read_bytes() == bytes(CQ_FILE)
@@ -114,10 +114,11 @@ def test_crash_restart_with_an_empty_queue_file_on_disk_is_refused(tmp_path):
     t9 = _units(src, "T9")   # the reput from 0: the 23rd file's T9 unit at 0, no fillPreBlank unit
     assert int.from_bytes(t9[0][:8], "big") == int(data[22].name) + ENTRY_HEADER_SIZE, [u.hex() for u in t9[:2]]
     assert sorted(w["queuesAfterDispatch"]) == ["T0/0", "T8/0", "T9/0"], w["queuesAfterDispatch"]
-    out = io.StringIO()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
-        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
-    got = json.loads(out.getvalue())
-    assert got["restart"] is None and "T9/0, whose consume queue files on disk hold no unit" in got["restart_note"] \
-        and "\n" not in got["restart_note"], got["restart_note"]
+    # verify on the store as the restart found it: every queue's units lost and the index keys put again as the
+    # broker's files hold them (rebuild --as-restart starts without the file of zeros: not this restart)
+    p = verify_restart(src, tmp_path)
+    assert p is not None
+    held = held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5")
+    assert p["units_lost"] == queued_messages(sc) - held, (queued_messages(sc), held, p["notes"])
+    keys = sum(int.from_bytes(f.read_bytes()[36:40], "big") - 1 for f in (src / "expected" / "index").iterdir())
+    assert p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])

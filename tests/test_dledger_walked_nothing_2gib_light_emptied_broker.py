@@ -70,7 +70,8 @@ def test_verify_predicts_a_message_for_a_light_queue_the_cut_emptied_parsed_at_2
     the parsed light unit at its light queue offset's place; T5/0 created; T0 and T9 as ``load()`` left them; E5
     indexed once); then verify predicts the reput set at 2147483647 parsing the message and going on at the log's
     end (every unit of the 22nd data file lost, the last T9 message's light unit too, none put again, the one index
-    key) and its plan's ``%LMQ%q1`` is the broker's file."""
+    key, each loaded queue's write position and max as the load left them) and its plan's ``%LMQ%q1`` is the
+    broker's file."""
     sc = light_emptied_scenario()
     w, src = written(sc, tmp_path)
     end, cut = int(w["maxPhyOffset"]), int(w["truncateDirtyLogicFilesAt"])
@@ -106,6 +107,10 @@ def test_verify_predicts_a_message_for_a_light_queue_the_cut_emptied_parsed_at_2
     lost = queued_messages(sc) + 1 - (held_units(src, ends=after, leave_out="T5") - 1)
     assert p["units_lost"] == lost == CUT_T0 + 3 and p["units_dispatched_again"] == 0, (p["units_lost"], lost, note)
     assert p["index_keys_put_again"] == 1, (p["index_keys_put_again"], p["notes"])
+    # each queue as the broker's load left it after the cut: the emptied light queue with no file, max -1 (5.5.1)
+    listed = {q["queue"]: (q["write_position"], q["max_physic_offset"]) for q in p["queues"]}
+    assert {q: listed.get(q) for q in loaded} == {
+        q: (int(s["maxOffset"]), int(s["maxPhysicOffset"])) for q, s in loaded.items()}, (listed, loaded)
     assert "where its check parses 1 message(s), then fails" in note and f"getData hands, {end};" in note, note
     assert crash.walked_nothing and crash.process_offset == cut and crash.reput_from == end, crash
     assert crash.cut is not None and crash.cut.inside_from == BLANK_MAX and crash.gap == (cut, end), crash

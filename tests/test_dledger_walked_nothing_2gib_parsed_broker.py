@@ -86,8 +86,9 @@ def test_verify_predicts_a_message_for_a_new_light_queue_parsed_at_2147483647(tm
     and T9 as ``load()`` left them, T5/0's one unit at 0, ``%LMQ%q1``/0 created with :data:`LIGHT_QUEUE_OFFSET`
     ``fillPreBlank`` units and the same unit after them, E5 the one key indexed); then verify predicts the reput set
     at 2147483647 parsing the message and going on at the log's end (every unit of the 22nd data file lost, none put
-    again, the one index key) with no queue of the store replayed, and the units the model reads in the message
-    (the rule that places a light unit on a new queue) are where the broker put them."""
+    again, the one index key, its note naming the reput set inside an entry; T0/0 and T9/0 as the load left them)
+    with no queue of the store replayed, and the units the model reads in the message (the rule that places a light
+    unit on a new queue) are where the broker put them."""
     sc = embedded_light_scenario()
     w, src = written(sc, tmp_path)
     end, cut = int(w["maxPhyOffset"]), int(w["truncateDirtyLogicFilesAt"])
@@ -117,6 +118,13 @@ def test_verify_predicts_a_message_for_a_new_light_queue_parsed_at_2147483647(tm
     lost = queued_messages(sc) - held_units(src, ends=after, leave_out="T5") + 1
     assert p["units_lost"] == lost == CUT_T0 + 2 and p["units_dispatched_again"] == 0, (p["units_lost"], lost, note)
     assert p["index_keys_put_again"] == 1, (p["index_keys_put_again"], p["notes"])
+    # the index note names the case (the reput set inside an entry parsed the message), not an accelerated walk
+    assert any(n.startswith("the start's reput, set inside an entry, parses messages there whose 1 index key(s)")
+               for n in p["notes"]), p["notes"]
+    # T0/0 and T9/0 as the broker's load left them after the cut (the reput put nothing back: as after it too)
+    listed = {q["queue"]: (q["write_position"], q["max_physic_offset"]) for q in p["queues"]}
+    assert {q: listed.get(q) for q in loaded} == {
+        q: (int(s["maxOffset"]), int(s["maxPhysicOffset"])) for q, s in loaded.items()}, (listed, loaded)
     assert "where its check parses 1 message(s), then fails" in note and f"getData hands, {end};" in note, note
     assert crash.walked_nothing and crash.process_offset == cut and crash.reput_from == end, crash
     assert crash.cut is not None and crash.cut.inside_from == BLANK_MAX and crash.gap == (cut, end), crash

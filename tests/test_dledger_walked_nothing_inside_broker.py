@@ -114,7 +114,9 @@ def test_verify_predicts_a_reput_set_one_byte_before_the_walked_files_start(runs
     """The restart's cut at the walk's data file start and its reput set one byte before it, as the broker wrote
     them (asserted first); verify on the store as the restart found it predicts that restart (no note): the reput
     set at ``processOffset - 1``, going on at ``processOffset`` with nothing parsed, every cut unit put back (but for
-    those of the uncommitted entries, which the rebuild verify compares with leaves out: ``-back``), none lost."""
+    those of the uncommitted entries, which the rebuild verify compares with leaves out: ``-back``), none lost;
+    each queue's write position and max as the broker's load left them (after the cut, before the reput:
+    ``queuesAfterLoad``)."""
     from broker_dledger_runs import _verify_with_plan
     r = runs[name]
     src, cut, put = _as_the_broker(r)
@@ -129,6 +131,11 @@ def test_verify_predicts_a_reput_set_one_byte_before_the_walked_files_start(runs
     assert crash.walked_nothing and crash.process_offset == cut == crash.reput_from == crash.start_offset, crash
     assert crash.cut is not None and crash.cut.inside_from == cut - 1 and not crash.cut.inside_records, crash.cut
     assert crash.gap is None and crash.cut.held_emptied == frozenset({("BT0", 0)}), crash
+    # each queue as the broker's load left it, after the cut and before the reput (queuesAfterLoad: BT0/0 with no
+    # file, T0/0 and T1/1 their units below the cut), not as ConsumeQueue.recover read it before the walk
+    loaded = r["written"]["queuesAfterLoad"]
+    assert {q["queue"]: (q["write_position"], q["max_physic_offset"]) for q in p["queues"]} == {
+        q: (int(s["maxOffset"]), int(s["maxPhysicOffset"])) for q, s in loaded.items()}, (p["queues"], loaded)
 
 
 @pytest.mark.parametrize("line,name", NAMES)

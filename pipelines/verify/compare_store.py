@@ -274,7 +274,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there;
         # set at 2147483647 inside an old file or an earlier data file and gone on before the walk's data file,
         # from there (drops_before)
-        dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before)
+        dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before or crash.anew)
                        else crash.start_offset)
         if crash is not None else None,
         cut_lost=cut_lost(crash, states, lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}")
@@ -298,9 +298,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         walk_first.restart_reput_from if walk_first is not None else None,
         walk_end=crash.walk_end if crash is not None and crash.walk_end >= 0 else
         walk_first.dispatch_from if walk_first is not None else None,
-        # a reput from before the walk's data file (old files or earlier data files) walks their records after the
-        # walk indexed its own: the walk's keys from its start, theirs below its endPhyOffset skipped
-        walk_from=crash.start_offset if crash is not None and crash.before else None,
+        # a reput from before the walk's data file (old files, earlier data files) or writing the queues anew walks
+        # their records after the walk indexed its own: the walk's keys from its start, theirs below its endPhyOffset
+        walk_from=(crash.start_offset if crash is not None and (crash.before or crash.old_parsed or crash.anew)
+                   else None),
         old_runs=crash.old_parsed_runs if crash is not None else (),
         # the ext units of the messages that reput parses (no rebuilt queue holds their units), and the queues the
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
@@ -318,7 +319,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                   if (crash.cut is not None and crash.walk_end < 0) or f"{a.topic}/{a.queue_id}" in ext_back}
         if crash is not None else None,
         # of those, the own units the reput puts back, from the plan (the rebuild stops at the committed position)
-        ext_put_back=ext_back, ext_not_predicted=ext_refused)
+        ext_put_back=ext_back, ext_not_predicted=ext_refused, after_load={  # the queues after the walk and the cut
+            f"{t}/{q}": v for (t, q), v in crash.cut.loaded.items()} if crash is not None and crash.cut else None)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]

@@ -100,11 +100,14 @@ class QueueRestart:
     files_deleted_by_recover: list[str] = dataclasses.field(default_factory=list)
     units_truncated: int = 0                   # truncateDirtyLogicFiles: at or past the commitlog end
     files_deleted_by_truncate: list[str] = dataclasses.field(default_factory=list)
-    max_physic_offset: int = -1                # ConsumeQueue.getMaxPhysicOffset after recovery
+    # after the store's load (ConsumeQueue.recover, the commitlog's recovery; a 5.x DLedger crash restart whose walk
+    # dispatched nothing: after its cut), before the start's reput, whose units units_dispatched_again counts; after
+    # any other 5.x DLedger crash: ConsumeQueue.recover's, before the walk's units and the cut (not modelled here)
+    max_physic_offset: int = -1                # ConsumeQueue.getMaxPhysicOffset then
     units_dispatched_again: int = 0
     units_appended_by_recovery: int = 0        # abnormal start: recoverAbnormally's dispatch (in write_position)
     units_lost: int = 0                        # expected units the queue lacks and the restart does not write
-    write_position: int = -1                   # logical byte offset where its files end after the recovery
+    write_position: int = -1                   # logical byte offset where its files end then (same moment)
     ext_write_position: int | None = None      # consumequeue_ext/: where the next ext unit goes
     ext_files_deleted: list[str] = dataclasses.field(default_factory=list)
     ext_units_dropped: int = 0                 # ext units at or after that position (overwritten or deleted)

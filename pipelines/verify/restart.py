@@ -9,7 +9,7 @@ its start segment before ``truncateDirtyLogicFiles`` (:func:`abnormal_dispatch`)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -239,7 +239,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     cut_emptied: frozenset[str] | None = None,
                     ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
                     ext_not_predicted: dict[str, str] | None = None,
-                    reput_at: int | None = None) -> RestartPrediction:
+                    reput_at: int | None = None,
+                    after_load: Mapping[str, tuple[int, int]] | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -327,7 +328,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     put-backs the plan places by position, the own units that reput puts back (each points at the ext unit put for it),
     instead of the rebuilt units at or past ``cut_at`` (which lack the records past the rebuild's end:
     :mod:`pipelines.verify.ext_reput`); ``ext_not_predicted``: per queue, why its ext units orphaned are not predicted
-    (0, and a note).
+    (0, and a note).  ``after_load``: per queue, its max physical offset and write position once the store's load
+    has run a 5.x DLedger crash restart's walk and cut (:attr:`store_format.dledger_crash_cut.QueueCut.loaded`), which
+    the queue's report gives instead of ``ConsumeQueue.recover``'s (the queue before the start's reput, as for every
+    other restart).
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -453,6 +457,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     again = max(top, commitlog_min, 0) if second_reput else commitlog_end
     for s in states:
         q = s.restart
+        if after_load is not None and q.queue in after_load:   # reported as the load left it: after the walk and cut
+            q.max_physic_offset, q.write_position = after_load[q.queue]
         left = s.missing_offsets[~in_tail(s.missing_offsets)]
         later = (left >= again) & (left < commitlog_end)   # the second reput appends them
         q.units_dispatched_again += int(later.sum())
@@ -478,7 +484,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         then = again if second_reput else p.reput_from if not is5 and p.reput_from < commitlog_end else None
         predict_index(p, abnormal_from, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown, end=commitlog_end,
-                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end,
+                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end, accelerated=True,
                       second_reput_from=then, second_reput_note=None if second_reput else (
                           f"4.9.x DefaultMessageStore.start: the reput walks again from {then} (the queues' max "
                           "physical offset after the recovery), indexing the last indexed record a second time "

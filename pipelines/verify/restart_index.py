@@ -24,7 +24,8 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
                   second_reput_note: str | None = None, skip: tuple[int, int] | None = None,
                   second_end: int | None = None, parsed_keys: tuple[int, ...] | None = None,
                   parsed_then: int | None = None, walk_end: int | None = None,
-                  old_runs: tuple[tuple[int, int, int], ...] = (), zero_keys: int = 0) -> None:
+                  old_runs: tuple[tuple[int, int, int], ...] = (), zero_keys: int = 0,
+                  accelerated: bool = False) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
@@ -44,7 +45,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     ``zero_keys``: the keys of the record at commitlog offset 0 the rebuild's index lacks (a RocksDB store's,
     :func:`store_format.restart_reput.offset_zero_keys`), which a walk from 0 puts where ``endPhyOffset`` is still 0:
     the recovery's own from ``first`` (its ``doDispatch`` builds the index), or the one from ``parsed_then`` or
-    ``second_reput_from``."""
+    ``second_reput_from``.  ``accelerated``: ``parsed_keys`` are those of a 5.5.1 ``enableAcceleratedRecovery`` walk
+    from inside a record (``RecoveryPlan.walk_keys``), not of a DLedger crash restart's reput set inside an entry
+    (the note says which)."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -74,9 +77,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             keys += _keys_in(expected_index, config, max(parsed_then, end_phy), end, skip, end_phy)[0] \
                 + (zero_keys if max(parsed_then, end_phy) <= 0 else 0)
         what = ("the start's reput parses messages 48 bytes past records it refuses in the old commitlog files (in "
-                "reput order among theirs)" if old_runs else "the start's reput, set inside an entry, parses messages"
-                " there" if first != walk_end else "the recovery's walk from inside a record "
-                "(enableAcceleratedRecovery) parsed messages")
+                "reput order among theirs)" if old_runs else "the recovery's walk from inside a record "
+                "(enableAcceleratedRecovery) parsed messages" if accelerated else "the start's reput, set inside an "
+                "entry, parses messages there")
         p.notes.append(f"{what} whose {len(parsed_keys)} index "
                        f"key(s) buildIndex takes {taken} of (at their PHYSICALOFFSET fields, not below endPhyOffset)"
                        + (f", then walks on from {parsed_then}, indexing the records at or above both that and "

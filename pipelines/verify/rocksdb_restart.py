@@ -121,7 +121,7 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
         predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=reput_end,
                       parsed_keys=plan.walk_keys, parsed_then=min_phy if again is not None else None,
-                      walk_end=plan.dispatch_from, zero_keys=zero_keys)
+                      walk_end=plan.dispatch_from, zero_keys=zero_keys, accelerated=True)
         return p
     predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
                   checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=reput_end,
