@@ -394,7 +394,8 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
     per queue on disk before the walk, the state ``truncateDirtyLogicFiles`` leaves its files in after
     ``ConsumeQueue.recover`` loaded them and the walk's units went onto them; such a queue is replayed the same way
     when that state is the one the walk alone leaves (max 2147483647, a file staying, the write position at the
-    walk's first unit; checked with a file of one ``fillPreBlank`` unit on disk).
+    walk's first unit; checked with a file of one ``fillPreBlank`` unit on disk, and with the walk's first unit after
+    it too: the walk skips that unit, the cut takes it).
 
     Raises:
         the exception ``why(reason)`` gives: a queue with batch units, one on disk before the walk whose files the

@@ -34,7 +34,7 @@ from ..index_rocksdb import ROCKSDB_DIR
 from ..restart import led_dledger_store
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
 from .crash_queues import dledger_crash_on_disk
-from .crash_units import cut_lost, parsed_kept
+from .crash_units import cut_lost, held_after_cut, parsed_kept
 from .ext_reput import ext_reput_puts
 from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
@@ -255,6 +255,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
     led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
     walk_first = recovery if recovery is not None and recovery.walk_first >= 0 and crash is None else None
+    if crash is not None:
+        held_after_cut(crash, states)   # a queue on disk the reput appends to before the walk's data file
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
         commitlog_end=(reput_data_end(st, config, recovery) if recovery is not None else

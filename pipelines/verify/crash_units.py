@@ -1,6 +1,7 @@
 """Per-queue figures of a 5.x DLedger crash restart's plan that ``verify`` (:mod:`.compare_store`) hands to the
 restart prediction (:func:`.restart.predict_restart`): the parsed units appended holding an ext address
-(:func:`parsed_kept`) and the units the restart never writes back (:func:`cut_lost`), read from the plan
+(:func:`parsed_kept`), the units the restart never writes back (:func:`cut_lost`) and the state the cut leaves the
+queues on disk in that a reput before the walk's data file appends to (:func:`held_after_cut`), read from the plan
 (:class:`store_format.dledger_crash_plan.DLedgerCrash`) and the reference rebuild's queue files."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from store_format.batchconsumequeue import BCQ_DIR
 from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, EXT_MAX_ADDR
 from store_format.dledger_crash_plan import DLedgerCrash
 
-__all__ = ["cut_lost", "parsed_kept"]
+__all__ = ["cut_lost", "held_after_cut", "parsed_kept"]
 
 
 def parsed_kept(cut: Any) -> dict[str, int]:
@@ -60,3 +61,20 @@ def cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str,
             off = off[~np.isin(off, appended.get(q.queue, []))]
             lost[q.queue] = np.concatenate([lost.get(q.queue, np.zeros(0, np.int64)), off])
     return lost
+
+
+def held_after_cut(crash: DLedgerCrash, states: list) -> None:
+    """The queues on disk before the walk that the reput set at 2147483647 appends a record of queue offset 0 to
+    before the walk's data file (``QueueCut.before_placed``): their max physical offset and write position as
+    ``truncateDirtyLogicFiles`` leaves them after ``ConsumeQueue.recover`` loaded their files and the walk's units
+    went onto them (``QueueCut.held_cut``, from ``QueuesOnDisk.max_after_cut``), not as ``recover`` alone left them
+    (files holding the walk's unit too: the walk skips it, ``putMessagePositionInfo``'s max check, the cut takes it).
+    The reput appends onto that state; the restart's report shows it."""
+    if crash.cut is None:
+        return
+    before = {f"{u.topic}/{u.queue_id}" for u in crash.cut.before_placed.units}
+    for s in states:
+        topic, qid = s.restart.queue.rsplit("/", 1)
+        held = crash.cut.held_cut.get((topic, int(qid)))
+        if s.restart.queue in before and held is not None:
+            s.restart.max_physic_offset, s.restart.write_position = int(held[0]), int(held[2])

@@ -6,8 +6,10 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.File;
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
@@ -119,6 +121,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * (an int) runs that restart again on as many fresh copies of {@code before/} ({@link #restartCopies}).
  * {@code plantFiles} ({@code {relative path: base64 bytes}}) writes those files into {@code store/} and
  * {@code before/} after the queue folders are deleted, before the restart opens the store ({@link #plantFiles}).
+ * {@code plantUnits} plants consume queue files of units that may name the records of given puts
+ * ({@link #plantUnits}).
  * {@code reputDamage} ({@link ReputOnly}; its {@code also}, a list of more damages applied after it, at their
  * {@code offset}s or the records of their {@code message}s, indexes into the puts):
  * the restart's recovery dispatches nothing, one record is damaged after it, and the reput alone dispatches
@@ -357,6 +361,10 @@ public final class Writer {
         if (sc.has("plantFiles")) {  // files the restart finds on disk: into store/ and before/
             plantFiles(sc.getAsJsonObject("plantFiles"), root, new File(dir, "before"));
         }
+        if (sc.has("plantUnits")) {  // consume queue files of units naming records the puts wrote: likewise
+            plantUnits(sc.getAsJsonObject("plantUnits"), root, new File(dir, "before"), wrote,
+                Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog());
+        }
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
         DefaultMessageStore store = Stores.open(props, root, role, topics);
@@ -507,6 +515,35 @@ public final class Writer {
                 Files.write(f.toPath(), data);
             }
         }
+    }
+
+    /** {@code plantUnits} ({@code {relative path: {"fileSize": n, "units": [unit...]}}}): each file of {@code n}
+     *  bytes, its 20-byte consume queue units (commitlog offset, size, tags code) first, zeros after, planted as
+     *  {@link #plantFiles} does; a unit {@code {"put": k, "tagsCode": t}} names the record of the {@code k}-th put
+     *  (its commitlog offset, the size its first four bytes hold), {@code {"offset": o, "size": s, "tagsCode": t}}
+     *  is written as given. */
+    static void plantUnits(JsonObject files, File root, File before, List<Long> wrote, long segmentSize)
+        throws IOException {
+        JsonObject planted = new JsonObject();
+        for (Map.Entry<String, JsonElement> e : files.entrySet()) {
+            JsonObject spec = e.getValue().getAsJsonObject();
+            ByteBuffer b = ByteBuffer.allocate(spec.get("fileSize").getAsInt());
+            for (JsonElement u : spec.getAsJsonArray("units")) {
+                JsonObject o = u.getAsJsonObject();
+                long tags = o.has("tagsCode") ? o.get("tagsCode").getAsLong() : 0;
+                if (o.has("put")) {
+                    long at = wrote.get(o.get("put").getAsInt());
+                    try (RandomAccessFile f = new RandomAccessFile(Damage.segmentOf(root, segmentSize, at), "r")) {
+                        f.seek(at % segmentSize);
+                        b.putLong(at).putInt(f.readInt()).putLong(tags);
+                    }
+                } else {
+                    b.putLong(o.get("offset").getAsLong()).putInt(o.get("size").getAsInt()).putLong(tags);
+                }
+            }
+            planted.addProperty(e.getKey(), Base64.getEncoder().encodeToString(b.array()));
+        }
+        plantFiles(planted, root, before);
     }
 
     /** {@code restartCopies} (with {@code abort} or {@code damageMessage}): the restart again on
