@@ -192,3 +192,36 @@ def kept_database_as_predicted(r: dict) -> tuple[dict, dict[str, dict]]:
     listed = {q["queue"]: q for q in p["queues"]}
     queues_as_predicted(before, after, listed)
     return p, listed
+
+
+def added_units(d: Path) -> dict[bytes, bytes]:
+    """The default family's keys and values the broker's restart added to a kept database (``<d>/before`` the store
+    it restarted, ``<d>/expected`` after), checked to have changed or removed none of the first life's."""
+    units_before = database(d / "before" / "consumequeue")["default"]
+    units_after = database(d / "expected" / "consumequeue")["default"]
+    assert all(units_after[k] == v for k, v in units_before.items()), "a first-life unit changed or went"
+    return {k: v for k, v in units_after.items() if k not in units_before}
+
+
+def walked_units_as_entries(r: dict) -> dict[bytes, bytes]:
+    """The units ``verify`` puts for a 5.5.1 accelerated walk over a planted message
+    (:func:`store_format.restart_reput.walk_units` from the run's ``plantedAt`` to the commitlog's end, on
+    ``<dir>/before``) as the default family's keys and values, checked to hold no unmodelled unit."""
+    from store_format.config import load_broker_config
+    from store_format.reput import resolve_broker_version
+    from store_format.restart_reput import walk_units
+    from store_format.rocksdb_cq import cq_key, cq_value
+    from store_format.store import open_store
+    d, w = Path(r["scenario"]["dir"]), r["written"]
+    config = load_broker_config((d / "broker.conf").read_text(), brokerVersion="5.5")
+    st = open_store(str(d / "before"), config)
+    seg = st.segment_at(w["plantedAt"])
+    assert seg is not None
+    u = walk_units(st, seg, w["plantedAt"], w["maxPhyOffset"], resolve_broker_version(st, config))
+    assert not u.unmodelled, u.unmodelled
+    out = {}
+    for i, queue in enumerate(u.queue):
+        topic, qid = queue.rsplit("/", 1)
+        out[cq_key(topic, int(qid), int(u.queue_offset[i]))] = cq_value(
+            int(u.phy[i]), int(u.size[i]), int(u.tags_code[i]), int(u.store_timestamp[i]))
+    return out

@@ -141,14 +141,6 @@ def runs(request) -> dict[str, dict]:
     return bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
 
 
-def _added(d: Path) -> dict[bytes, bytes]:
-    from broker_rocksdb_runs import database
-    units_before = database(d / "before" / "consumequeue")["default"]
-    units_after = database(d / "expected" / "consumequeue")["default"]
-    assert all(units_after[k] == v for k, v in units_before.items()), "a first-life unit changed or went"
-    return {k: v for k, v in units_after.items() if k not in units_before}
-
-
 def _props(r: dict) -> bytes:
     if r["scenario"]["name"].endswith(("-slash-crash", "-slash0-crash")):
         return _slashed_props(_light_offset(r))
@@ -186,7 +178,7 @@ def test_the_walk_put_the_planted_message_s_own_and_light_units(runs, name: str)
     offset 0) after them: T0/0's max entry is the host's.  The index: the new file holds the planted message's
     :data:`KEY` (-text: its key and its tags) at the host's offset alone: the second reput's records all lie below
     that file's ``endPhyOffset`` (``IndexService.buildIndex`` skips them), the host has no key."""
-    from broker_rocksdb_runs import parsed_database
+    from broker_rocksdb_runs import added_units, parsed_database
     from test_restart_reput_before_recovery_more_broker import _key_offsets
 
     from store_format.rocksdb_cq import cq_key, cq_value
@@ -201,7 +193,7 @@ def test_the_walk_put_the_planted_message_s_own_and_light_units(runs, name: str)
     tags_code = java_hash(BAD_TAGS.decode("utf-8", errors="replace")) if _props(r) == TEXT_PROPS else 0
     value = cq_value(host["offset"], size, tags_code, 1_700_000_000_001)
     light = {cq_key(_light_queue(r), 0, _light_offset(r)): value} if _light(r) else {}
-    assert _added(d) == {cq_key(_topic(r), 0, PLANTED_QUEUE_OFFSET): value, **light}
+    assert added_units(d) == {cq_key(_topic(r), 0, PLANTED_QUEUE_OFFSET): value, **light}
     after, cp_after = parsed_database(d / "expected" / "consumequeue")
     assert after["T0/0"].max == (host["offset"], 0), ("T0/0's max entry is not the host's", after["T0/0"].max)
     if _light(r):
@@ -247,22 +239,7 @@ def test_verify_predicts_the_walk_s_light_unit(runs, name: str) -> None:
 def test_the_walk_s_units_are_the_broker_s_new_keys_and_values(runs, name: str) -> None:
     """The units ``verify`` puts for the walk (:func:`store_format.restart_reput.walk_units` from the planted message
     to the cut): exactly the keys and values the broker's restart added to the database, the light unit among them."""
-    from store_format.config import load_broker_config
-    from store_format.reput import resolve_broker_version
-    from store_format.restart_reput import walk_units
-    from store_format.rocksdb_cq import cq_key, cq_value
-    from store_format.store import open_store
+    from broker_rocksdb_runs import added_units, walked_units_as_entries
     r = runs[name]
-    d, w = Path(r["scenario"]["dir"]), r["written"]
-    config = load_broker_config((d / "broker.conf").read_text(), brokerVersion="5.5")
-    st = open_store(str(d / "before"), config)
-    seg = st.segment_at(w["plantedAt"])
-    assert seg is not None
-    u = walk_units(st, seg, w["plantedAt"], w["maxPhyOffset"], resolve_broker_version(st, config))
-    assert not u.unmodelled, u.unmodelled
-    ours = {}
-    for i, queue in enumerate(u.queue):
-        topic, qid = queue.rsplit("/", 1)
-        ours[cq_key(topic, int(qid), int(u.queue_offset[i]))] = cq_value(
-            int(u.phy[i]), int(u.size[i]), int(u.tags_code[i]), int(u.store_timestamp[i]))
-    assert ours == _added(Path(r["scenario"]["dir"])), ours
+    ours = walked_units_as_entries(r)
+    assert ours == added_units(Path(r["scenario"]["dir"])), ours

@@ -23,7 +23,6 @@ from test_restart_accelerated_rocksdb_light_broker import (
     KEY,
     LIGHT,
     PLANTED_QUEUE_OFFSET,
-    _added,
     light_props,
     planted_light,
 )
@@ -70,7 +69,7 @@ def test_the_walk_put_a_unit_of_topic_empty(runs, name: str) -> None:
     restart added exactly three units, all the planted message's value: its own T0/0 at
     :data:`PLANTED_QUEUE_OFFSET`, topic "" queue 0 at :data:`EMPTY_AT` and :data:`LIGHT`/0 at :data:`LIGHT_AT`;
     the offset family's max of ("", 0) is that unit."""
-    from broker_rocksdb_runs import database
+    from broker_rocksdb_runs import added_units, database
 
     from store_format.rocksdb_cq import OFFSET_VALUE, cq_key, cq_value, offset_key
     r = runs[name]
@@ -80,7 +79,7 @@ def test_the_walk_put_a_unit_of_topic_empty(runs, name: str) -> None:
     host = w["plantedAt"] - ADD
     value = cq_value(host, len(embedded_message(0, body=b"light!", props=PROPS, topic=b"T0")), 0,
                      1_700_000_000_001)
-    assert _added(d) == {cq_key("T0", 0, PLANTED_QUEUE_OFFSET): value, cq_key("", 0, EMPTY_AT): value,
+    assert added_units(d) == {cq_key("T0", 0, PLANTED_QUEUE_OFFSET): value, cq_key("", 0, EMPTY_AT): value,
                          cq_key(LIGHT, 0, LIGHT_AT): value}
     offsets = database(d / "expected" / "consumequeue")["offset"]
     assert OFFSET_VALUE.unpack(offsets[offset_key("", 0)]) == (host, EMPTY_AT)
@@ -102,22 +101,7 @@ def test_verify_predicts_the_empty_name_s_queue(runs, name: str) -> None:
 def test_the_walk_s_units_are_the_broker_s_new_keys_and_values(runs, name: str) -> None:
     """The units ``verify`` puts for the walk (:func:`store_format.restart_reput.walk_units` from the planted message
     to the cut): exactly the keys and values the broker's restart added, the empty name's among them."""
-    from store_format.config import load_broker_config
-    from store_format.reput import resolve_broker_version
-    from store_format.restart_reput import walk_units
-    from store_format.rocksdb_cq import cq_key, cq_value
-    from store_format.store import open_store
+    from broker_rocksdb_runs import added_units, walked_units_as_entries
     r = runs[name]
-    d, w = Path(r["scenario"]["dir"]), r["written"]
-    config = load_broker_config((d / "broker.conf").read_text(), brokerVersion="5.5")
-    st = open_store(str(d / "before"), config)
-    seg = st.segment_at(w["plantedAt"])
-    assert seg is not None
-    u = walk_units(st, seg, w["plantedAt"], w["maxPhyOffset"], resolve_broker_version(st, config))
-    assert not u.unmodelled, u.unmodelled
-    ours = {}
-    for i, queue in enumerate(u.queue):
-        topic, qid = queue.rsplit("/", 1)
-        ours[cq_key(topic, int(qid), int(u.queue_offset[i]))] = cq_value(
-            int(u.phy[i]), int(u.size[i]), int(u.tags_code[i]), int(u.store_timestamp[i]))
-    assert ours == _added(d), ours
+    ours = walked_units_as_entries(r)
+    assert ours == added_units(Path(r["scenario"]["dir"])), ours

@@ -127,27 +127,7 @@ def test_verify_predicts_the_walk_s_planted_unit(runs, name: str) -> None:
 def test_the_walk_s_units_are_the_broker_s_new_key_and_value(runs, name: str) -> None:
     """The units ``verify`` puts for the walk (:func:`store_format.restart_reput.walk_units` from the planted message
     to the cut, in the 5.5.1 reput's parse): exactly the key and value the broker's restart added to the database."""
-    from broker_rocksdb_runs import database
-
-    from store_format.config import load_broker_config
-    from store_format.reput import resolve_broker_version
-    from store_format.restart_reput import walk_units
-    from store_format.rocksdb_cq import cq_key, cq_value
-    from store_format.store import open_store
+    from broker_rocksdb_runs import added_units, walked_units_as_entries
     r = runs[name]
-    d, w = Path(r["scenario"]["dir"]), r["written"]
-    units_before = database(d / "before" / "consumequeue")["default"]
-    units_after = database(d / "expected" / "consumequeue")["default"]
-    added = {k: v for k, v in units_after.items() if k not in units_before}
-    config = load_broker_config((d / "broker.conf").read_text(), brokerVersion="5.5")
-    st = open_store(str(d / "before"), config)
-    seg = st.segment_at(w["plantedAt"])
-    assert seg is not None
-    u = walk_units(st, seg, w["plantedAt"], w["maxPhyOffset"], resolve_broker_version(st, config))
-    assert not u.unmodelled, u.unmodelled
-    ours = {}
-    for i, queue in enumerate(u.queue):
-        topic, qid = queue.rsplit("/", 1)
-        ours[cq_key(topic, int(qid), int(u.queue_offset[i]))] = cq_value(
-            int(u.phy[i]), int(u.size[i]), int(u.tags_code[i]), int(u.store_timestamp[i]))
-    assert ours == added, (ours, added)
+    ours = walked_units_as_entries(r)
+    assert ours == added_units(Path(r["scenario"]["dir"])), ours
