@@ -187,16 +187,17 @@ def empty_topic_queues_on_start(files: list[str]) -> str:
     5.x ``ConsumeQueueStore.loadConsumeQueues``) reads folder ``<queueId>`` as topic "<queueId>" and each file name
     there as its queue id: topic "" is not loaded, so ``recover`` and ``truncateDirtyLogicFiles`` leave its files as
     they are (units past the commitlog's end too), and topic "<queueId>"'s queue (``consumequeue/<queueId>/<id>``,
-    a folder that does not exist) loads empty and writes nothing.  A reput that dispatches such a record again opens a
-    new ``ConsumeQueue`` of topic "" over the existing file (``findOrCreateConsumeQueue``: ``MappedFile`` at write
-    position 0, ``fillPreBlank`` when the unit is not its first): not modelled."""
+    a folder that does not exist) loads empty and writes nothing.  A recovery walk (``CommitLog.recoverAbnormally``)
+    or reput that dispatches such a record again opens a new ``ConsumeQueue`` of topic "" over the existing file
+    (``findOrCreateConsumeQueue``: ``MappedFile`` at write position 0, ``fillPreBlank`` when the unit is not its
+    first): not modelled (a 5.5.1 crash whose walk dispatched every such record again wrote the same bytes back)."""
     queues = sorted({int(f.split("/", 1)[0]) for f in files})
     if not queues:
         return ""
     return (f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} file(s)) not '
             'predicted past the load: a start loads those folders as topics "<queueId>" (empty, nothing written), '
-            'not as topic "", so its recovery leaves their files as they are, units past the commitlog\'s end too; '
-            "a reput that dispatches such a record again reopens them (not modelled)")
+            'not as topic "", so no recovery cuts them (units past the commitlog\'s end stay); a recovery walk or '
+            "reput that dispatches such a record again reopens them (not modelled)")
 
 
 def empty_light_names_on_restart(res: WalkResult) -> str:
