@@ -22,6 +22,7 @@ import pyarrow.fs as pafs
 
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
+from store_format.consumequeue import empty_topic_queues_on_start
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.dledger_recovery import recover_dledger
 from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
@@ -393,6 +394,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         restart.recovery_discarded_messages = recovery.discarded_messages
         restart.recovery_discarded_bytes = recovery.discarded_bytes
         restart.recovery_deleted_segments = recovery.deleted_segments
+    # topic ""'s files (consumequeue/<queueId>/<name>): what the start does with them, or that it is not predicted
+    why = empty_topic_queues_on_start([rel for rel in store_cq if len(rel.split("/")) == 2
+                                       and rel.split("/")[0].lstrip("-").isdigit()])
+    if why:
+        restart.notes.append(why)
     return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                         restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
                         batch_consume_queue=bcq_results, not_checked=_not_checked(st))

@@ -324,9 +324,13 @@ public final class Writer {
                 + "\n").getBytes(StandardCharsets.ISO_8859_1));
         }
         if (sc.has("zeroQueueTail")) {  // units a queue lacks: its last units zeroed, as if never flushed
-            JsonObject z = sc.getAsJsonObject("zeroQueueTail");
-            Damage.zeroQueueTail(new File(root, z.get("path").getAsString()), z.get("units").getAsInt(),
-                z.get("unitSize").getAsInt(), damagedAt);
+            // one {path, units, unitSize} or a list of them (several queues)
+            com.google.gson.JsonElement zs = sc.get("zeroQueueTail");
+            for (com.google.gson.JsonElement e : zs.isJsonArray() ? zs.getAsJsonArray() : List.of(zs)) {
+                JsonObject z = e.getAsJsonObject();
+                Damage.zeroQueueTail(new File(root, z.get("path").getAsString()), z.get("units").getAsInt(),
+                    z.get("unitSize").getAsInt(), damagedAt);
+            }
         }
         if (sc.has("rocksdbIndexLag")) {  // {"put": i, "hole": j}: the index lost its batches after put i and of put j
             JsonObject lag = sc.getAsJsonObject("rocksdbIndexLag");
