@@ -65,7 +65,9 @@ final class WalkStart {
      * when it is a later file: both set to the highest value below their smaller one at which the broker's check
      * answers the first file (a bisection over {@link #startFile}; about 3 s after the second file's first
      * message's store time), and {@code out} gets {@code checkpointTimestampsSet} ({@code was}, {@code set}, and
-     * {@code movedFrom}, the file it answered before).
+     * {@code movedFrom}, the file it answered before). A {@code doFlush} that read {@code logicsMsgTimestamp}
+     * before may write the broker's value back; {@code physicMsgTimestamp}, which only a dispatch sets (all done
+     * here), keeps their smaller one, the one the check reads.
      */
     static int firstFile(DefaultMessageStore store, JsonObject out) throws ReflectiveOperationException {
         int start = startFile(store);
