@@ -177,3 +177,17 @@ def ext_figures_as_the_broker(p: dict, w: dict, src: Path, check: bool = True) -
         bad = {q: v for q, v in out.items() if v[0] != v[1] or (q not in unpredicted and v[2] != v[3])}
         assert not bad and sum(v[1] for v in out.values()) > 0, (bad, out, unpredicted)
     return out
+
+
+def walk_from_first_data_file(w: dict, src: Path) -> None:
+    """A 5.3.3 crash store put without a pause, as the harness reports it (``WalkStart.java``): the broker's own
+    ``isMmapFileMatchedRecover``, asked before the shutdown, walks from the first data file, not written again; where
+    the puts took 3 s past a later file's first message the writer lowered the checkpoint's ``physicMsgTimestamp``
+    and ``logicsMsgTimestamp`` (``checkpointTimestampsSet``), and the checkpoint the restart read (``before/``) holds
+    that value, below what the broker wrote (a ``doFlush`` may put ``logicsMsgTimestamp`` back, never past it)."""
+    assert w.get("crashWalkStartFile", 0) == 0 and "crashWalkRewritten" not in w, w.get("crashWalkRewritten")
+    cp = w.get("checkpointTimestampsSet")
+    if cp is not None:
+        physic, logics = struct.unpack_from(">qq", (src / "before" / "checkpoint").read_bytes())
+        assert physic == int(cp["set"]) < int(cp["was"]) and logics <= int(cp["was"]), (cp, physic, logics)
+        assert int(cp["movedFrom"]) > 0, cp

@@ -22,8 +22,13 @@ writer then also waits, once the puts are dispatched, until the checkpoint's ``l
 dispatch's for good: ``Stores.awaitCheckpointTimestamps``, which the line reports as
 ``checkpointLogicsTimestampRewritten``, how often it had to write that value again). A DLedger crash scenario
 (``abort``) without one means a 5.3.3 walk from the first data file: the line adds ``crashWalkStartFile`` (the
-broker's own ``isMmapFileMatchedRecover`` asked before the shutdown, ``WalkStart.java``), and a store whose puts a
-loaded machine slowed 3 s past a later file's start is written again once, its puts alone in the JVM
+broker's own ``isMmapFileMatchedRecover`` asked before the shutdown, ``WalkStart.java``); where the puts took 3 s
+past a later file's first message (a loaded machine, or a ``pauseMs``) the writer lowers the checkpoint's
+``physicMsgTimestamp`` and ``logicsMsgTimestamp`` before the shutdown writes them, to the highest value at which that
+check answers the first file (2999 ms past the earliest later file's first store time, never above the broker's
+value), asks it again, and the line adds ``checkpointTimestampsSet`` (``was``, ``set``, ``movedFrom``); on 5.3.3
+nothing else on the restart reads them, and ``before/checkpoint`` (which ``verify``/``--as-restart`` read) holds
+them.  Should the check still answer a later file, the store is written again once, its puts alone in the JVM
 (``crashWalkRewritten``: why; a second miss fails the scenario).
 
 BatchCQ topics (5.x; scenarios in :mod:`broker_batchcq_scenarios`): ``batchTopics`` lists topics the

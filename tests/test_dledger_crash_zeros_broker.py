@@ -46,6 +46,7 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_2gib import BLANK_MAX, FILL_PRE_BLANK_UNIT, held_units, queued_messages
+from broker_dledger_files import walk_from_first_data_file
 from broker_dledger_scenarios import THOROUGH_CHECKPOINT, Messages, config, small_abort_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
@@ -273,7 +274,8 @@ def test_533_walks_from_the_first_data_file_onto_a_file_of_zeros(written, tmp_pa
         (planted,) = sc["plantFiles"]
         queue = "/".join(planted.split("/")[1:3])
         _zeros_planted(src, queue)
-        assert int(w["truncateDirtyLogicFilesAt"]) == -1 and w.get("crashWalkStartFile", 0) == 0, w
+        walk_from_first_data_file(w, src)
+        assert int(w["truncateDirtyLogicFilesAt"]) == -1, w
         mine = [m for m in sc["messages"] if f"{m['topic']}/{m['queueId']}" == queue and "tranType" not in m]
         units = _units(src, queue, int(w["queuesAfterDispatch"][queue]["maxOffset"]))
         assert len(units) == len(mine) and all(s not in (0, BLANK_MAX) for _o, s in units), (queue, units)

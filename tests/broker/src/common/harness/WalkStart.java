@@ -1,11 +1,13 @@
 package harness;
 
+import com.google.gson.JsonObject;
 import java.lang.reflect.Method;
 import java.util.List;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.StoreCheckpoint;
 import org.apache.rocketmq.store.dledger.DLedgerCommitLog;
 
 /**
@@ -14,7 +16,11 @@ import org.apache.rocketmq.store.dledger.DLedgerCommitLog;
  * and {@code logicsMsgTimestamp} ({@code isMmapFileMatchedRecover}, {@code StoreCheckpoint.getMinTimestamp}; on a
  * DLedger store both are the last dispatched record's, {@code ConsumeQueue.putMessagePositionInfoWrapper}), else
  * the first. A scenario put without a pause means the first: puts slowed by a loaded machine to 3 s past a later
- * file's start move the walk there, and the writer then writes the store again, once, its puts alone in the JVM.
+ * file's start would move the walk there, so {@link #firstFile} lowers both timestamps (in memory, before the
+ * shutdown writes them) to the highest value at which the broker's own check answers the first file. On 5.3.3
+ * nothing else on the restart reads them: {@code CommitLog.isMmapFileMatchedRecover} runs only for a DLedger store
+ * without data files, and {@code FlushConsumeQueueService.doFlush} only writes the value it read back. Should the
+ * broker still answer a later file, the writer writes the store again, once, its puts alone in the JVM.
  */
 final class WalkStart {
     /** Put phases: each holds the read lock while it puts and waits for the dispatch, a store written again the
@@ -52,6 +58,47 @@ final class WalkStart {
     /** The lock a put phase of this thread holds (see {@link #PUTS}). */
     static Lock putsLock() {
         return ALONE.get() ? PUTS.writeLock() : PUTS.readLock();
+    }
+
+    /**
+     * {@link #startFile}, after lowering the checkpoint's {@code physicMsgTimestamp} and {@code logicsMsgTimestamp}
+     * when it is a later file: both set to the highest value below their smaller one at which the broker's check
+     * answers the first file (a bisection over {@link #startFile}; about 3 s after the second file's first
+     * message's store time), and {@code out} gets {@code checkpointTimestampsSet} ({@code was}, {@code set}, and
+     * {@code movedFrom}, the file it answered before). A {@code doFlush} that read {@code logicsMsgTimestamp}
+     * before may write the broker's value back; {@code physicMsgTimestamp}, which only a dispatch sets (all done
+     * here), keeps their smaller one, the one the check reads.
+     */
+    static int firstFile(DefaultMessageStore store, JsonObject out) throws ReflectiveOperationException {
+        int start = startFile(store);
+        if (start <= 0) {
+            return start;
+        }
+        StoreCheckpoint cp = store.getStoreCheckpoint();
+        long was = Math.min(cp.getPhysicMsgTimestamp(), cp.getLogicsMsgTimestamp());
+        long lo = 0;   // min 0: no file matches (a stored message's timestamp is above 0)
+        long hi = was;
+        while (hi - lo > 1) {
+            long mid = lo + (hi - lo) / 2;
+            setBoth(cp, mid);
+            if (startFile(store) == 0) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        setBoth(cp, lo);
+        JsonObject set = new JsonObject();
+        set.addProperty("was", was);
+        set.addProperty("set", lo);
+        set.addProperty("movedFrom", start);
+        out.add("checkpointTimestampsSet", set);
+        return startFile(store);   // asked again with the values the shutdown writes
+    }
+
+    private static void setBoth(StoreCheckpoint cp, long timestamp) {
+        cp.setPhysicMsgTimestamp(timestamp);
+        cp.setLogicsMsgTimestamp(timestamp);
     }
 
     /**

@@ -138,8 +138,9 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * and the line adds {@code checkpointLogicsTimestampRewritten} (how often that value had to be written again).
  * A DLedger crash scenario ({@code abort}) without one means the 5.3.3 walk from the first data file: the line adds
  * {@code crashWalkStartFile} (the broker's own check, {@link WalkStart#startFile}); when it is a later file
- * (puts slowed 3 s past that file's start) the store is written again, once, and the line adds
- * {@code crashWalkRewritten} (why); a second miss fails the scenario.
+ * (puts slowed 3 s past that file's start) the checkpoint's timestamps are lowered until it is the first
+ * ({@link WalkStart#firstFile}: the line adds {@code checkpointTimestampsSet}); should it still be a later one the
+ * store is written again, once, and the line adds {@code crashWalkRewritten} (why); a second miss fails it.
  */
 public final class Writer {
     private Writer() {
@@ -620,7 +621,7 @@ public final class Writer {
             if (paused && DLedger.commitLog(store) != null) {  // the pause is there for the checkpoint's timestamps
                 out.addProperty("checkpointLogicsTimestampRewritten", Stores.awaitCheckpointTimestamps(store, 60_000));
             } else if (crash) {   // no pause: the scenario means the walk from the first data file
-                int start = WalkStart.startFile(store);
+                int start = WalkStart.firstFile(store, out);
                 if (start >= 0) {
                     out.addProperty("crashWalkStartFile", start);
                 }
