@@ -251,6 +251,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         else min(st.dledger.committed_pos, _end_of_data(st, summary.data_end))
     ext_back, ext_refused = ext_reput_puts(crash, rebuilt_to, {
         (t, int(q)): s.restart.max_physic_offset for s in states if s.restart.max_physic_offset >= 0
+        for t, q in [s.restart.queue.rsplit("/", 1)]}, {
+        (t, int(q)): s.restart.write_position for s in states if s.restart.max_physic_offset >= 0
         for t, q in [s.restart.queue.rsplit("/", 1)]}) if crash is not None else ({}, {})
     # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
     # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)

@@ -56,8 +56,11 @@ earlier record, whose units are dropped too, and the plan's ``count`` holds thei
 its records past that max: none where the max is at or past the plan's ``end`` (``-layouts-early-kept``,
 ``-before-layouts-kept``); where it is the end of a record the walk walks (``ExtAgain.walked``: the store's write
 position that unit's queue offset + 1), those after it, their queue offsets from there on (``-kept-tail``: the last
-units zeroed), each pointing at the ext unit put for it; the reput's units all dropped (each record ends at or below
-the walk's max), so the rest of ``before + count`` is orphaned; held up to anywhere else: not predicted.
+units zeroed), each pointing at the ext unit put for it; where it lies below the walk's data file (the store lost
+its units of the walk's records: ``-before-layouts-held-below``), the first walked record's queue offset the store's
+write position after ``recover`` and the others' one after the other, every record the walk walks; the reput's units
+all dropped (each record ends at or below the walk's max), so the rest of ``before + count`` is orphaned; held up to
+anywhere else: not predicted.
 
 A walk its check ended early (``-damaged-again-layouts``: a record whose body CRC fails; the reput's check reads no
 CRC) with the reput from inside it, before that end (DLedger's committed position, where the rebuild stops): the
@@ -85,8 +88,8 @@ from store_format.dledger_crash_cut_reput import ExtAgain
 __all__ = ["ext_reput_puts"]
 
 
-def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str, int], int] | None = None
-                   ) -> tuple[dict[str, int], dict[str, str]]:
+def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str, int], int] | None = None,
+                   wrote: Mapping[tuple[str, int], int] | None = None) -> tuple[dict[str, int], dict[str, str]]:
     """Per ext queue (``topic/queueId``) the crash plan's reput walks (a cut after a walk to the log's end), the own
     units that reput puts back (``len(ExtAgain.positions)``), for a queue whose put-backs the plan places by
     position (a rebuild ending at or before the walk's data file: the walk's own puts, ``ExtAgain.before``, where no
@@ -108,12 +111,13 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     units there (their ext units then orphaned: verify's count lacks them), but, with no cut after a walk to the
     log's end and the reput at or after its start or in an earlier data file, a queue the store held no unit of:
     the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer), one it held
-    units of, the walk's units past its max (:func:`_held_walk_appends`), and after a
+    units of, the walk's units past its max (:func:`_held_walk_appends`; ``wrote``: per such queue its write
+    position after ``ConsumeQueue.recover``, in bytes), and after a
     walk ended early with the reput from inside it, before its end, such a queue: with no cut the walk's own puts and
     the reput's appended past its end (``before + past``), after the cut the put-backs and those
     (``len(positions) + past``), and with the reput from an earlier data file, the rebuild ending before the walk's,
     ``before + past`` (:func:`_again_past_early_walk`)."""
-    cut, held = crash.cut, held or {}
+    cut, held, wrote = crash.cut, held or {}, wrote or {}
     if not crash.ext_again:
         return {}, {}
     if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone, but where modelled
@@ -133,7 +137,9 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
             # a queue the store held units of: the walk appends those past its max (the reput's all dropped)
             walked_all.update({f"{a.topic}/{a.queue_id}": n for a in crash.ext_again
                                if (a.topic, a.queue_id) in held and not a.skip
-                               and (n := _held_walk_appends(a, held[(a.topic, a.queue_id)], crash.end)) >= 0})
+                               and (n := _held_walk_appends(a, held[(a.topic, a.queue_id)], crash.end,
+                                                            crash.start_offset,
+                                                            wrote.get((a.topic, a.queue_id), -1))) >= 0})
         elif crash.walk_end >= 0 and (crash.start_offset <= crash.reput_from < crash.walk_end if not crash.before
                                       else rebuilt_to <= crash.start_offset and not crash.from_old_files):
             walked_all = _again_past_early_walk(crash, rebuilt_to, held)
@@ -194,15 +200,22 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     return back, refused
 
 
-def _held_walk_appends(a: ExtAgain, top: int, end: int) -> int:
+def _held_walk_appends(a: ExtAgain, top: int, end: int, start: int = -1, wrote: int = -1) -> int:
     """Of a queue the store held up to commitlog offset ``top`` (its max after ``ConsumeQueue.recover``), the walk
     to the log's ``end`` with no cut: the own units ``putMessagePositionInfo`` appends, each pointing at the ext unit
     ``putMessagePositionInfoWrapper`` put for it (-1: not modelled).  ``top`` at or past ``end``: none (every record
     ends at or below it).  ``top`` the end of a record the walk walks (``ExtAgain.walked``): the store's write position
     is that unit's queue offset + 1, so the walk drops its records up to there and appends those after it, ending
-    past ``top`` with the queue offsets from there on, one after the other; anything else: -1."""
+    past ``top`` with the queue offsets from there on, one after the other.  ``top`` below ``start``, the walk's data
+    file (the store lost its units of the walk's records): every record the walk walks ends past it, so with the
+    first one's queue offset the store's write position (``wrote``, bytes, after ``recover``) and the others' one
+    after the other, each is appended (and the walk's max then lies past every record of the earlier files the reput
+    walks: dropped); none walked (the reput would append those past ``top``) or anything else: -1."""
     if top >= end:
         return 0
+    if 0 <= top < start:
+        keys = wrote // 20 + np.arange(len(a.walked))
+        return len(a.walked) if len(a.walked) and wrote >= 0 and bool((a.walked[:, 1] == keys).all()) else -1
     at = np.flatnonzero(a.walked[:, 0] == top)
     if not len(at):
         return -1

@@ -1,0 +1,161 @@
+"""verify's "ext units orphaned" after a 5.5.1 DLedger crash restart with no cut after a walk to the log's end from
+the last data file, the start's reput from DLedger's committed position in the first, of an ext queue the store held
+units of up to a record BELOW the walk's data file: the ``-before-layouts`` store
+(:func:`broker_dledger_scenarios.before_abort_scenarios`: ext files of 10 units, a light queue, a BatchCQ topic; the
+checkpoint's ``logicsPhysicalOffset`` below the walk's ``processOffset``, so no ``truncateDirtyLogicFiles``) with its
+queues kept (``keepQueues``), its T0 puts from :data:`REROUTE` on sent to T5 instead (so that T0 has few records in
+the last data file), and T0/0's last :data:`TAIL_UNITS` units zeroed (harness ``zeroQueueTail``): every T0 unit of
+the last data file, so the store lost its later units and ``ConsumeQueue.recover`` (from the third file from the
+end, which still holds units) sets its max to the end of its last record of the first data file.
+
+The broker (rocketmq-store 5.5.1): the walk puts an ext unit for each T0 record of the last data file
+(``ConsumeQueue.putMessagePositionInfoWrapper``) and ``putMessagePositionInfo`` appends each of them (each ends past
+the max; queue offsets from the write position on), pointing at that ext unit; the reput, from the committed position
+in the first data file, puts an ext unit for each T0 record from there and drops every unit (each ends at or below
+the walk's max), so the walk's puts are pointed at and the reput's orphaned (:func:`pipelines.verify.ext_reput.
+ext_reput_puts`, ``_held_walk_appends``: every walked unit of the queue when its max lies below the walk's start).
+Written with DLEDGER_MORE_LAYOUTS=1 (as the stores they restart); the module's stores are its own.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_files import (
+    cq_unit,
+    ext_appended,
+    ext_figures_as_the_broker,
+    ext_orphans,
+    ext_recovered_end,
+    pointed_ext_addresses,
+)
+from broker_dledger_runs import MORE_LAYOUTS, _committed_pos, _verify_with_plan
+from broker_dledger_scenarios import before_abort_scenarios
+
+from store_format.consumequeue_recovery import EXT_MAX_ADDR
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+LINE = "5.5.1"
+# T0's puts from this index on go to T5: T0 keeps 11 records in the last data file (from the 246th put on)
+REROUTE = 262
+# every T0 unit of the last data file zeroed (fewer than 25: ConsumeQueue.recover's third file from the end keeps
+# units; the queue's files hold 11 units each)
+TAIL_UNITS = 11
+
+
+def held_below_scenarios(line: str) -> list[dict]:
+    """``<line>-dledger-abort-before-layouts-held-below`` (module docstring)."""
+    before = before_abort_scenarios(line)[1]
+    assert before["name"].endswith("-before-layouts"), before["name"]
+    messages, n = [], 0
+    for m in before["messages"]:
+        if "sleepMs" not in m:
+            m = {**m, "topic": "T5"} if m.get("topic") == "T0" and n >= REROUTE else m
+            n += 1
+        messages.append(m)
+    tail = {"path": "consumequeue/T0/0", "units": TAIL_UNITS, "unitSize": 20}
+    return [{**before, "messages": messages, "keepQueues": True, "zeroQueueTail": tail,
+             "name": f"{before['name']}-held-below"}]
+
+
+SCENARIOS = {LINE: held_below_scenarios(LINE)} if MORE_LAYOUTS and LINE in bh.lines_from_env("DLEDGER_LINES", LINE) \
+    else {}
+STORES = bh.Stores(SCENARIOS, "DLedger crash restarts, no cut, an ext queue held below the walk's data file",
+                   threads=1)
+_RUNS: dict[str, dict] = {}
+NAMES = [sc["name"] for scs in SCENARIOS.values() for sc in scs]
+
+
+@pytest.fixture
+def written(request):  # noqa: ANN001, ANN201
+    return bh.written_once(request, _RUNS, STORES, every=True)
+
+
+def _units(folder: Path) -> list[tuple[int, int, int, int]]:
+    """A consume queue's units in ``folder``: (queue byte position, commitlog offset, size, tags code)."""
+    out = []
+    for f in sorted(folder.iterdir()):
+        data = f.read_bytes()
+        out += [(int(f.name) + at, *cq_unit(data, at)) for at in range(0, len(data), 20)]
+    return out
+
+
+@pytest.mark.parametrize("name", bh.params_or_skip(NAMES, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
+def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_data_file(name, written, tmp_path,
+                                                                                       monkeypatch):
+    """The broker: no ``truncateDirtyLogicFiles`` call, DLedger's committed position (the reput's start, where
+    verify's rebuild stops) in the first data file, the walk from the last, and the store it restarted held T0/0 up
+    to its last record of the first data file (every unit of the last zeroed).  After the restart T0/0's units are
+    the store's, then the walk's for every T0 record of the last data file, each pointing at an ext unit past the ext
+    end the load left; the ext units no unit points at are those the store's files already left so plus every one
+    the walk and the reput put less those the walk's appended units point at.  verify's figures, every ext queue's
+    appended and orphaned, are the broker's, with no "not predicted" note."""
+    r = written[name]
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert w.get("ok"), w.get("error")
+    assert int(w["truncateDirtyLogicFilesAt"]) == -1, "no cut"
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    committed, last_file = _committed_pos(src / "before"), int(data[-1].name)
+    assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
+    sent = [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
+    held = [u for u in _units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    assert len(held) == len(sent) - TAIL_UNITS, ("the store held T0/0 but for the zeroed units", len(held), len(sent))
+    top = max(o + s for _p, o, s, _t in held)
+    loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
+    assert committed < top < last_file, (committed, top, last_file)   # the store's max: below the walk's data file
+    kept = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    # load() recovers the queue, then the commitlog (the walk appends); the reput appends none
+    assert int(loaded["maxOffset"]) == int(after["maxOffset"]) == 20 * len(sent) == 20 * len(kept), (loaded, after)
+    assert int(loaded["maxPhysicOffset"]) == int(after["maxPhysicOffset"]) == max(o + s for _p, o, s, _t in kept)
+    on_disk_end = ext_recovered_end(src, "T0/0")
+    assert kept[:len(held)] == held, "the store's units, unchanged"
+    appended = kept[len(held):]
+    # the walk's units: every T0 record of the last data file, none of the first (the reput dropped them all)
+    assert len(appended) == TAIL_UNITS and all(o >= last_file for _p, o, _s, _t in appended), appended[:2]
+    assert all(t <= EXT_MAX_ADDR for _p, _o, _s, t in kept), "each unit points at an ext unit"
+    assert all((t + (1 << 63) >= on_disk_end) == (u in appended) for u in kept for t in [u[3]]), on_disk_end
+    walked = ext_appended(w, src, "T0/0", on_disk_end)   # the walk's and the reput's ext puts
+    again = sum(o >= committed for _p, o, _s, _t in kept)
+    assert walked == TAIL_UNITS + again > again > TAIL_UNITS, (walked, again)
+    files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()}
+    pointed = pointed_ext_addresses(src, "T0/0", int(after["maxOffset"]))
+    broker = ext_orphans(files, int(after["extMaxOffset"]), pointed)
+    assert broker == ext_orphans(files, on_disk_end, pointed) + walked - TAIL_UNITS, (broker, walked)
+    print(f"{name}: T0/0 ext units orphaned {broker} (walk and reput {walked}, again {again}, appended {TAIL_UNITS})")
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, LINE)
+    assert crash.cut is None and crash.walk_end < 0 and crash.start_offset == last_file
+    figures = ext_figures_as_the_broker(p, w, src)
+    assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
+    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
+
+
+def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_data_file():
+    """No cut after a walk to the log's end from a data file at 1000, a queue the store held up to 900 (below it):
+    every unit the walk walks when the first one's queue offset is the store's write position after recover and the
+    others follow it; a write position below the first (more units lost), gaps after it, no walked unit (the reput
+    would append the earlier files' records past the max) or no write position known: not predicted (one line)."""
+    import types
+
+    import numpy as np
+
+    from pipelines.verify.ext_reput import ext_reput_puts
+
+    walk = np.array([[1100, 7], [1200, 8], [1300, 9]], np.int64)   # (end, queue offset)
+
+    def crash(walked: np.ndarray = walk, before: bool = True) -> types.SimpleNamespace:
+        a = types.SimpleNamespace(topic="T0", queue_id=0, before=3, count=5, skip=0, positions=np.zeros(0),
+                                  walked=walked)
+        return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,), process_offset=1000, end=1400,
+                                     reput_from=300 if before else 1000, before=before, start_offset=1000,
+                                     from_old_files=False)
+    held = {("T0", 0): 900}
+    for c in (crash(), crash(before=False)):
+        assert ext_reput_puts(c, 300, held, {("T0", 0): 7 * 20}) == ({"T0/0": 3}, {})   # type: ignore[arg-type]
+    for c, wrote in ((crash(), {("T0", 0): 6 * 20}), (crash(), {}), (crash(walked=walk[:0]), {("T0", 0): 140}),
+                     (crash(walked=np.array([[1100, 7], [1300, 9]], np.int64)), {("T0", 0): 140})):
+        back, why = ext_reput_puts(c, 300, held, wrote)   # type: ignore[arg-type]
+        assert back == {} and "not counted" in why["T0/0"] and "\n" not in why["T0/0"], (back, why)
