@@ -95,10 +95,14 @@ def dledger_crash_on_disk(st: StoreLocation, config: BrokerConfig, dledger: DLed
     # the consume queues whose one file on disk, named 0, is all zeros (units that never reached the disk):
     # ConsumeQueue.recover keeps it empty (max -1, write position 0), and the walk's putMessagePositionInfo appends
     # onto it from 0 with no fillPreBlank unit (the file was not created in this run: MappedFile.isFirstCreateInQueue)
-    # whatever the first unit's queue offset, as onto any queue on disk (dispatch_units); no ext files
+    # whatever the first unit's queue offset, as onto any queue on disk (dispatch_units); with ext files on, its ext
+    # units from the ext queue's start: recover's last ext address stays 1, so ConsumeQueueExt.truncateByMaxAddress
+    # does nothing, and ConsumeQueueExt.put goes on at the ext files' end (QueuesOnDisk.ext_end), 0 when the queue has
+    # no ext unit on disk (checked only so: not with ext units on disk)
     empty = [s for s in states if s.loaded and s.restart.layout == CQ_DIR and len(s.tail_files)
              and s.restart.max_physic_offset < 0]
-    zeros = {id(s) for s in empty if not s.ext_file_size and _all_zeros_at_0(s.tail_files, s.older_files)}
+    zeros = {id(s) for s in empty if _all_zeros_at_0(s.tail_files, s.older_files)
+             and (not s.ext_file_size or not s.restart.ext_write_position)}
     # the queues that hold units after the store's load (or that one file of zeros): (topic, queue id), state, a batch
     # queue's or not
     loaded = [((topic, int(qid)), s, s.restart.layout == BCQ_DIR) for s in states
