@@ -147,9 +147,9 @@ def _zeros_planted(src, queue: str) -> None:  # noqa: ANN001
 
 
 def _verify_as_the_broker(src, tmp_path, sc: dict, w: dict, queue: str,  # noqa: ANN001
-                          line: str = LINE) -> None:
+                          line: str = LINE) -> dict:
     """``verify`` on ``src/before``: the units lost (all queues, and ``queue``'s) and the index keys put again as the
-    broker's files hold them."""
+    broker's files hold them; its prediction."""
     got = _verify(src, tmp_path, line)
     p = got["restart"]
     assert p is not None, got.get("restart_note")
@@ -164,6 +164,7 @@ def _verify_as_the_broker(src, tmp_path, sc: dict, w: dict, queue: str,  # noqa:
     keys = sum(int.from_bytes(f.read_bytes()[36:40], "big") - 1 for f in (src / "expected" / "index").iterdir())
     assert p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
     assert queue in lost
+    return p
 
 
 def test_the_walk_appends_from_byte_0_of_a_file_of_zeros(written, tmp_path):
