@@ -82,7 +82,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   whatever the first one's queue offset: the file was not created in this run (``MappedFile.isFirstCreateInQueue``),
   so no ``fillPreBlank`` units; the cut then deletes it when its first unit lies past ``processOffset``
   (``QueuesOnDisk.zeros_queues``; checked on 5.5.1 by ``-small-zeros-kept`` and ``-small-zeros-emptied``, without a
-  cut by ``-small-zeros-uncut-emptied``, and on 5.3.3, which walks from the first data file there and cuts nothing).
+  cut by ``-small-zeros-uncut-emptied``, and on 5.3.3, which walks from the first data file there and cuts nothing;
+  with ext files on and no ext unit of it on disk, its ext units go from 0 and the cut leaves them: ``recover``'s last
+  ext address stays 1, so ``truncateByMaxAddress`` does nothing, 5.5.1 ``-small-zeros-ext-kept``, ``-ext-emptied``).
   Where the cut deletes every such file and the store holds no other queue, no queue keeps a max and the start's
   reput begins at the min offset, before the walk's data file: it writes every queue anew from there, its records
   below the walk's last indexed one unindexed (``IndexService.buildIndex``: ``endPhyOffset``), so units follow the
