@@ -84,7 +84,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   (``QueuesOnDisk.zeros_queues``; checked on 5.5.1 by ``-small-zeros-kept`` and ``-small-zeros-emptied``, without a
   cut by ``-small-zeros-uncut-emptied``, and on 5.3.3, which walks from the first data file there and cuts nothing;
   with ext files on and no ext unit of it on disk, its ext units go from 0 and the cut leaves them: ``recover``'s last
-  ext address stays 1, so ``truncateByMaxAddress`` does nothing, 5.5.1 ``-small-zeros-ext-kept``, ``-ext-emptied``).
+  ext address stays 1, so ``truncateByMaxAddress`` does nothing, 5.5.1 ``-small-zeros-ext-kept``, ``-ext-emptied``;
+  light units only, ``multiDispatchLmqQueue`` putting them alike: 5.5.1 ``-small-zeros-light``).
   Where the cut deletes every such file and the store holds no other queue, no queue keeps a max and the start's
   reput begins at the min offset, before the walk's data file: it writes every queue anew from there, its records
   below the walk's last indexed one unindexed (``IndexService.buildIndex``: ``endPhyOffset``), so units follow the
@@ -150,7 +151,7 @@ from .dledger_crash_plan import DLedgerCrash
 from .dledger_crash_reput_before import reput_before_walk
 from .dledger_inside_index import indexed_again, inside_key_offsets
 from .dledger_inside_units import ParsedUnit, parsed_units
-from .dledger_queue_track import KIND_CQ
+from .dledger_queue_track import KIND_CQ, KIND_LIGHT
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
 from .dledger_walked_nothing import reput_after_cut
@@ -260,9 +261,10 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     after, reput_ends, past = None, -1, None
     walked = track.written()   # the queues the walk wrote
     empty = sorted(set(walked) & on_disk.empty_queues) if on_disk is not None else []
-    # a queue of one file of zeros the walk writes light units into (multiDispatchLmqQueue): not checked
-    empty += sorted(q for q in set(walked) & on_disk.zeros_queues if track.kinds(q) != {KIND_CQ}) \
-        if on_disk is not None else []
+    # a queue of one file of zeros the walk writes both own and light units into: not checked (light units only:
+    # multiDispatchLmqQueue's putMessagePositionInfo appends them onto it from 0 as own ones, -small-zeros-light)
+    empty += sorted(q for q in set(walked) & on_disk.zeros_queues
+                    if track.kinds(q) not in ({KIND_CQ}, {KIND_LIGHT})) if on_disk is not None else []
     if empty:
         raise _empty_refusal(empty)
     # a queue of one file of zeros (QueuesOnDisk.zeros_queues): checked against the broker after a walk to the log's
