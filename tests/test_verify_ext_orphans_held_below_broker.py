@@ -6,11 +6,17 @@ checkpoint's ``logicsPhysicalOffset`` below the walk's ``processOffset``, so no 
 queues kept (``keepQueues``), its T0 puts from :data:`REROUTE` on sent to T5 instead (so that T0 has few records in
 the last data file), and T0/0's last :data:`TAIL_UNITS` units zeroed (harness ``zeroQueueTail``): every T0 unit of
 the last data file, so the store lost its later units and ``ConsumeQueue.recover`` (from the third file from the
-end, which still holds units) sets its max to the end of its last record of the first data file.
+end, which still holds units) sets its max to the end of its last record of the first data file.  ``-more``: T0/0's
+last :data:`MORE_UNITS` units of the first data file zeroed too, so the store lost more units than the walk's records
+and the walk's first queue offset lies past the store's write position after recover.  ``-unwalked``: T0's puts of
+the last data file sent to T5 too (the walk walks no T0 record) and T0/0's last :data:`UNWALKED_UNITS` units zeroed:
+the reput appends the records past the max (asserted from the broker's files; verify's figure not modelled yet, a
+strict xfail).
 
 The broker (rocketmq-store 5.5.1): the walk puts an ext unit for each T0 record of the last data file
 (``ConsumeQueue.putMessagePositionInfoWrapper``) and ``putMessagePositionInfo`` appends each of them (each ends past
-the max; queue offsets from the write position on), pointing at that ext unit; the reput, from the committed position
+the max; queue offsets from the write position on, or past it: ``-more``, where the put rule only logs the jump
+and appends at the write position), pointing at that ext unit; the reput, from the committed position
 in the first data file, puts an ext unit for each T0 record from there and drops every unit (each ends at or below
 the walk's max), so the walk's puts are pointed at and the reput's orphaned (:func:`pipelines.verify.ext_reput.
 ext_reput_puts`, ``_held_walk_appends``: every walked unit of the queue when its max lies below the walk's start).
@@ -45,21 +51,39 @@ REROUTE = 262
 # every T0 unit of the last data file zeroed (fewer than 25: ConsumeQueue.recover's third file from the end keeps
 # units; the queue's files hold 11 units each)
 TAIL_UNITS = 11
+# ``-held-below-more``: this many more units zeroed (the second file from the end's last ones): the store lost more
+# units than the walk's records, so the walk's first queue offset lies past the write position after recover
+# (2 of the 4 T0 records past DLedger's committed position in the first data file: its max stays past that position)
+MORE_UNITS = 2
+# ``-held-below-unwalked``: T0's puts from this index on (the last data file's) go to T5, so the walk walks no T0
+# record, and T0/0's last UNWALKED_UNITS units zeroed (2 of the 4 T0 records past DLedger's committed position)
+REROUTE_ALL = 246
+UNWALKED_UNITS = 2
+
+
+def _rerouted(messages: list[dict], at: int) -> list[dict]:
+    """``messages`` with T0's puts from the ``at``-th put on sent to T5."""
+    out, n = [], 0
+    for m in messages:
+        if "sleepMs" not in m:
+            m = {**m, "topic": "T5"} if m.get("topic") == "T0" and n >= at else m
+            n += 1
+        out.append(m)
+    return out
 
 
 def held_below_scenarios(line: str) -> list[dict]:
-    """``<line>-dledger-abort-before-layouts-held-below`` (module docstring)."""
+    """``<line>-dledger-abort-before-layouts-held-below`` (module docstring), ``-held-below-more``
+    (:data:`MORE_UNITS` more units zeroed) and ``-held-below-unwalked`` (no T0 record in the walk's data file)."""
     before = before_abort_scenarios(line)[1]
     assert before["name"].endswith("-before-layouts"), before["name"]
-    messages, n = [], 0
-    for m in before["messages"]:
-        if "sleepMs" not in m:
-            m = {**m, "topic": "T5"} if m.get("topic") == "T0" and n >= REROUTE else m
-            n += 1
-        messages.append(m)
-    tail = {"path": "consumequeue/T0/0", "units": TAIL_UNITS, "unitSize": 20}
-    return [{**before, "messages": messages, "keepQueues": True, "zeroQueueTail": tail,
-             "name": f"{before['name']}-held-below"}]
+    out = []
+    for reroute, zeroed, suffix in ((REROUTE, TAIL_UNITS, ""), (REROUTE, TAIL_UNITS + MORE_UNITS, "-more"),
+                                    (REROUTE_ALL, UNWALKED_UNITS, "-unwalked")):
+        tail = {"path": "consumequeue/T0/0", "units": zeroed, "unitSize": 20}
+        out.append({**before, "messages": _rerouted(before["messages"], reroute), "keepQueues": True,
+                    "zeroQueueTail": tail, "name": f"{before['name']}-held-below{suffix}"})
+    return out
 
 
 SCENARIOS = {LINE: held_below_scenarios(LINE)} if MORE_LAYOUTS and LINE in bh.lines_from_env("DLEDGER_LINES", LINE) \
@@ -67,7 +91,8 @@ SCENARIOS = {LINE: held_below_scenarios(LINE)} if MORE_LAYOUTS and LINE in bh.li
 STORES = bh.Stores(SCENARIOS, "DLedger crash restarts, no cut, an ext queue held below the walk's data file",
                    threads=1)
 _RUNS: dict[str, dict] = {}
-NAMES = [sc["name"] for scs in SCENARIOS.values() for sc in scs]
+NAMES = [sc["name"] for scs in SCENARIOS.values() for sc in scs if not sc["name"].endswith("-unwalked")]
+UNWALKED = [sc["name"] for scs in SCENARIOS.values() for sc in scs if sc["name"].endswith("-unwalked")]
 
 
 @pytest.fixture
@@ -89,10 +114,12 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
                                                                                        monkeypatch):
     """The broker: no ``truncateDirtyLogicFiles`` call, DLedger's committed position (the reput's start, where
     verify's rebuild stops) in the first data file, the walk from the last, and the store it restarted held T0/0 up
-    to its last record of the first data file (every unit of the last zeroed).  After the restart T0/0's units are
-    the store's, then the walk's for every T0 record of the last data file, each pointing at an ext unit past the ext
-    end the load left; the ext units no unit points at are those the store's files already left so plus every one
-    the walk and the reput put less those the walk's appended units point at.  verify's figures, every ext queue's
+    to its last record of the first data file (every unit of the last zeroed; ``-more``: its last :data:`MORE_UNITS`
+    of the first too, so the walk's first queue offset lies that far past the write position after recover).  After
+    the restart T0/0's units are the store's, then the walk's for every T0 record of the last data file, appended
+    from the write position (no hole, ``-more`` too), each pointing at an ext unit past the ext end the load left;
+    the ext units no unit points at are those the store's files already left so plus every one the walk and the
+    reput put less those the walk's appended units point at.  verify's figures, every ext queue's
     appended and orphaned, are the broker's, with no "not predicted" note."""
     r = written[name]
     w, src = r["written"], Path(r["scenario"]["dir"])
@@ -102,14 +129,17 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
     committed, last_file = _committed_pos(src / "before"), int(data[-1].name)
     assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
     sent = [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
+    lost = int(r["scenario"]["zeroQueueTail"]["units"]) - TAIL_UNITS   # units lost of the first data file's records
     held = [u for u in _units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
-    assert len(held) == len(sent) - TAIL_UNITS, ("the store held T0/0 but for the zeroed units", len(held), len(sent))
+    assert len(held) == len(sent) - TAIL_UNITS - lost, ("the store held T0/0 but for the zeroed units", len(held))
     top = max(o + s for _p, o, s, _t in held)
     loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
     assert committed < top < last_file, (committed, top, last_file)   # the store's max: below the walk's data file
     kept = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
     # load() recovers the queue, then the commitlog (the walk appends); the reput appends none
-    assert int(loaded["maxOffset"]) == int(after["maxOffset"]) == 20 * len(sent) == 20 * len(kept), (loaded, after)
+    assert int(loaded["maxOffset"]) == int(after["maxOffset"]) == 20 * (len(sent) - lost) == 20 * len(kept), \
+        (loaded, after)
+    assert [u[0] for u in kept] == list(range(0, 20 * len(kept), 20)), "appended at the write position: no hole"
     assert int(loaded["maxPhysicOffset"]) == int(after["maxPhysicOffset"]) == max(o + s for _p, o, s, _t in kept)
     on_disk_end = ext_recovered_end(src, "T0/0")
     assert kept[:len(held)] == held, "the store's units, unchanged"
@@ -119,7 +149,7 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
     assert all(t <= EXT_MAX_ADDR for _p, _o, _s, t in kept), "each unit points at an ext unit"
     assert all((t + (1 << 63) >= on_disk_end) == (u in appended) for u in kept for t in [u[3]]), on_disk_end
     walked = ext_appended(w, src, "T0/0", on_disk_end)   # the walk's and the reput's ext puts
-    again = sum(o >= committed for _p, o, _s, _t in kept)
+    again = sum(o >= committed for _p, o, _s, _t in kept) + lost   # the reput walks the lost records too
     assert walked == TAIL_UNITS + again > again > TAIL_UNITS, (walked, again)
     files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()}
     pointed = pointed_ext_addresses(src, "T0/0", int(after["maxOffset"]))
@@ -133,11 +163,77 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
     assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
 
 
+def _unwalked_broker(r: dict) -> tuple[int, Path, int]:
+    """``-held-below-unwalked`` as the broker wrote it (the assertions of the two tests below): T0/0's ext units
+    orphaned after the restart, the store's directory and the walk's data file's start."""
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert w.get("ok"), w.get("error")
+    assert int(w["truncateDirtyLogicFilesAt"]) == -1, "no cut"
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    committed, last_file = _committed_pos(src / "before"), int(data[-1].name)
+    assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
+    sent = [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
+    held = [u for u in _units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    assert len(held) == len(sent) - UNWALKED_UNITS, ("the store held T0/0 but for the zeroed units", len(held))
+    top = max(o + s for _p, o, s, _t in held)
+    assert committed < top < last_file, (committed, top, last_file)
+    kept = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    assert len(kept) == len(sent) and all(o + s <= last_file for _p, o, s, _t in kept), "no T0 record walked"
+    loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
+    # the walk appends no T0 unit: the load leaves T0/0 as recover did; the reput appends the records past its max
+    assert int(loaded["maxOffset"]) == 20 * len(held) and int(loaded["maxPhysicOffset"]) == top, loaded
+    assert int(after["maxOffset"]) == 20 * len(kept), after
+    assert [u[0] for u in kept] == list(range(0, 20 * len(kept), 20)), "appended at the write position: no hole"
+    assert kept[:len(held)] == held, "the store's units, unchanged"
+    appended = kept[len(held):]
+    assert len(appended) == UNWALKED_UNITS and all(o + s > top for _p, o, s, _t in appended), appended
+    on_disk_end = ext_recovered_end(src, "T0/0")
+    assert all(t <= EXT_MAX_ADDR for _p, _o, _s, t in kept), "each unit points at an ext unit"
+    assert all((t + (1 << 63) >= on_disk_end) == (u in appended) for u in kept for t in [u[3]]), on_disk_end
+    put = ext_appended(w, src, "T0/0", on_disk_end)   # the reput's ext puts (the walk puts none for T0)
+    again = sum(o >= committed for _p, o, _s, _t in kept)
+    assert put == again > UNWALKED_UNITS, (put, again)
+    files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()}
+    pointed = pointed_ext_addresses(src, "T0/0", int(after["maxOffset"]))
+    broker = ext_orphans(files, int(after["extMaxOffset"]), pointed)
+    assert broker == ext_orphans(files, on_disk_end, pointed) + put - UNWALKED_UNITS, (broker, put)
+    print(f"T0/0 ext units orphaned {broker} (reput {put}, appended {UNWALKED_UNITS})")
+    return broker, src, last_file
+
+
+@pytest.mark.parametrize("name", bh.params_or_skip(UNWALKED, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
+def test_the_broker_appends_from_the_reput_to_a_queue_held_below_the_walks_data_file_it_does_not_walk(name,
+                                                                                                    written):
+    """The broker, ``-held-below-unwalked``: no T0 record in the walk's data file, T0/0 held up to a record past
+    DLedger's committed position (its last units zeroed).  The walk appends no T0 unit (``queuesAfterLoad``: the
+    write position recover left); the reput, from the committed position, puts an ext unit for each T0 record from
+    there, drops the units of those ending at or below the max and appends the others from the write position, each
+    pointing at its new ext unit; the rest of the reput's ext units are orphaned (:func:`_unwalked_broker`)."""
+    _unwalked_broker(written[name])
+
+
+@pytest.mark.xfail(strict=True, reason="not modelled yet: the crash plan's ExtAgain has no entry for a queue the walk "
+                   "walks no record of (store_format.dledger_crash_before.ext_before_walk only adds the earlier "
+                   "records to the walk's queues), so verify counts T0/0's reput puts and appends as none")
+@pytest.mark.parametrize("name", bh.params_or_skip(UNWALKED, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
+def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_data_file_it_does_not_walk(
+        name, written, tmp_path, monkeypatch):
+    """verify's figures for ``-held-below-unwalked`` are the broker's, with no "not predicted" note (strict xfail:
+    they are not yet, see the marker)."""
+    broker, src, last_file = _unwalked_broker(written[name])
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, LINE)
+    assert crash.cut is None and crash.walk_end < 0 and crash.start_offset == last_file
+    figures = ext_figures_as_the_broker(p, written[name]["written"], src)
+    assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
+    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
+
+
 def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_data_file():
     """No cut after a walk to the log's end from a data file at 1000, a queue the store held up to 900 (below it):
-    every unit the walk walks when the first one's queue offset is the store's write position after recover and the
-    others follow it; a write position below the first (more units lost), gaps after it, no walked unit (the reput
-    would append the earlier files' records past the max) or no write position known: not predicted (one line)."""
+    every unit the walk walks when the first one's queue offset is the store's write position after recover, or past
+    it (more units lost: appended anyway, from the write position), and the others follow it; a write position past
+    the first, gaps after it, no walked unit (the reput would append the earlier files' records past the max) or no
+    write position known: not predicted (one line)."""
     import types
 
     import numpy as np
@@ -154,8 +250,9 @@ def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_
                                      from_old_files=False)
     held = {("T0", 0): 900}
     for c in (crash(), crash(before=False)):
-        assert ext_reput_puts(c, 300, held, {("T0", 0): 7 * 20}) == ({"T0/0": 3}, {})   # type: ignore[arg-type]
-    for c, wrote in ((crash(), {("T0", 0): 6 * 20}), (crash(), {}), (crash(walked=walk[:0]), {("T0", 0): 140}),
+        for wrote in (7 * 20, 5 * 20):
+            assert ext_reput_puts(c, 300, held, {("T0", 0): wrote}) == ({"T0/0": 3}, {})   # type: ignore[arg-type]
+    for c, wrote in ((crash(), {("T0", 0): 8 * 20}), (crash(), {}), (crash(walked=walk[:0]), {("T0", 0): 140}),
                      (crash(walked=np.array([[1100, 7], [1300, 9]], np.int64)), {("T0", 0): 140})):
         back, why = ext_reput_puts(c, 300, held, wrote)   # type: ignore[arg-type]
         assert back == {} and "not counted" in why["T0/0"] and "\n" not in why["T0/0"], (back, why)

@@ -58,7 +58,9 @@ its records past that max: none where the max is at or past the plan's ``end`` (
 position that unit's queue offset + 1), those after it, their queue offsets from there on (``-kept-tail``: the last
 units zeroed), each pointing at the ext unit put for it; where it lies below the walk's data file (the store lost
 its units of the walk's records: ``-before-layouts-held-below``), the first walked record's queue offset the store's
-write position after ``recover`` and the others' one after the other, every record the walk walks; the reput's units
+write position after ``recover`` or past it (``-held-below-more``: more units lost than the walk's records; the put
+rule logs the jump and appends at the write position) and the others' one after the other, every record the walk
+walks; the reput's units
 all dropped (each record ends at or below the walk's max), so the rest of ``before + count`` is orphaned; held up to
 anywhere else: not predicted.
 
@@ -207,15 +209,19 @@ def _held_walk_appends(a: ExtAgain, top: int, end: int, start: int = -1, wrote: 
     ends at or below it).  ``top`` the end of a record the walk walks (``ExtAgain.walked``): the store's write position
     is that unit's queue offset + 1, so the walk drops its records up to there and appends those after it, ending
     past ``top`` with the queue offsets from there on, one after the other.  ``top`` below ``start``, the walk's data
-    file (the store lost its units of the walk's records): every record the walk walks ends past it, so with the
-    first one's queue offset the store's write position (``wrote``, bytes, after ``recover``) and the others' one
-    after the other, each is appended (and the walk's max then lies past every record of the earlier files the reput
-    walks: dropped); none walked (the reput would append those past ``top``) or anything else: -1."""
+    file (the store lost its units of the walk's records): every record the walk walks ends past it, and with the
+    first one's queue offset at or past the store's write position (``wrote``, bytes, after ``recover``; past it
+    where the store lost more units than the walk's records: ``putMessagePositionInfo`` only logs the jump and
+    appends at the write position) and the others' one after the other, each is appended (and the walk's max then
+    lies past every record of the earlier files the reput walks: dropped); none walked (the reput would append
+    those past ``top``), gaps among the walked ones or anything else: -1."""
     if top >= end:
         return 0
     if 0 <= top < start:
-        keys = wrote // 20 + np.arange(len(a.walked))
-        return len(a.walked) if len(a.walked) and wrote >= 0 and bool((a.walked[:, 1] == keys).all()) else -1
+        if not len(a.walked) or wrote < 0 or a.walked[0, 1] < wrote // 20:
+            return -1
+        keys = a.walked[0, 1] + np.arange(len(a.walked))
+        return len(a.walked) if bool((a.walked[:, 1] == keys).all()) else -1
     at = np.flatnonzero(a.walked[:, 0] == top)
     if not len(at):
         return -1
