@@ -37,7 +37,7 @@ from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file,
 from .crash_queues import dledger_crash_on_disk
 from .crash_units import cut_lost, held_after_cut, parsed_kept
 from .ext_reput import ext_reput_puts
-from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
+from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, RestartPrediction, VerifyReport
 from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, queue_files, read_all
 
@@ -114,11 +114,93 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     return report
 
 
+@dataclasses.dataclass
+class _Compared:
+    """What the comparison of the store's queue and index files with the rebuild found, and what the
+    restart prediction reads from them."""
+    ref_fs: pafs.FileSystem
+    ref: str
+    cq_results: list[ConsumeQueueFileResult]
+    states: list                      # every queue as the start recovers it (restart.recover_queue)
+    store_cq: dict[str, int]          # consumequeue/'s files (relative path: size); {} for a RocksDB one
+    ext_results: list[QueueFileResult] | None
+    bcq_results: list[QueueFileResult] | None
+    rocksdb_results: list[QueueFileResult] | None
+    rocks_store: Any
+    rocks_ref: Any
+    ix_results: list[IndexFileResult]
+    s_names: list[str]                # the store's index files, in name order
+    r_names: list[str]                # the rebuild's
+    store_ix: dict[str, int]
+
+    def ref_data(self, n: str) -> bytes:
+        return read_all(self.ref_fs, f"{self.ref}/{INDEX_DIR}/{n}")
+
+    def expected_index(self) -> Any:
+        return (self.ref_data(n) for n in reversed(self.r_names))
+
+    def read_expected(self, layout: str, queue: str, name: str) -> bytes:
+        return read_all(self.ref_fs, f"{self.ref}/{layout}/{queue}/{name}")
+
+    def report(self, st: StoreLocation, config: BrokerConfig, ref_root: str, summary: Any, restart: Any,
+               **more: Any) -> VerifyReport:
+        return VerifyReport(st.uri, ref_root, config.brokerVersion, self.cq_results, self.ix_results,
+                            len(self.s_names), len(self.r_names), restart, _rebuild_figures(summary),
+                            **{"consume_queue_ext": self.ext_results, "batch_consume_queue": self.bcq_results,
+                               "rocksdb_consume_queue": self.rocksdb_results, **more},
+                            not_checked=_not_checked(st))
+
+
 def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: Any, examples: int) -> VerifyReport:
-    fs, root = st.fs, st.root
+    """The story of verify: compare the store's queue and index files with the rebuild, recover the queues
+    as the start would, plan a 5.x DLedger crash, and predict the broker's next start."""
     ref_fs, ref = resolve(ref_root)
     ref = ref.rstrip("/")
-    log.info("comparing %s with the rebuild in %s", root, ref)
+    log.info("comparing %s with the rebuild in %s", st.root, ref)
+    c = _compare_files(st, config, ref_fs, ref, examples)
+    clean = not st.broker_may_be_running()
+    dledger = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
+    crash, crash_refused = None, None
+    if dledger is not None and config.is_5x and not clean and not config.rocksdb_cq:
+        crash, crash_refused = dledger_crash_on_disk(st, config, dledger, c.states)
+    if crash_refused:
+        return c.report(st, config, ref_root, summary, None, no_prediction=f"not predicted: {crash_refused}")
+    store_index = _store_index(st, c)
+    if config.rocksdb_cq:   # the database's recovery (store_format.rocksdb_recovery); ext and bcq not reported
+        restart, why = _predict_rocksdb_restart(st, config, c, clean, store_index)
+        return c.report(st, config, ref_root, summary, restart, consume_queue_ext=None, batch_consume_queue=None,
+                        no_prediction=why)
+    recovery = None
+    # 4.9.8 DLedgerCommitLog.recover: a converted store's old files get the normal recovery, after a crash too
+    abnormal = not clean and not (st.dledger_pending and not config.is_5x)
+    if dledger is None:   # the commitlog recovery (as rebuild --as-restart): where the commitlog ends
+        from store_format.recovery import plan_recovery
+        try:
+            recovery = plan_recovery(st, config, abnormal=abnormal, max_phy_offset_of_consume_queue=max(
+                (s.restart.max_physic_offset for s in c.states), default=-1))
+        except RestartFailsError as e:
+            return c.report(st, config, ref_root, summary, None, no_prediction=f"not predicted: {e}")
+    # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
+    # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
+    led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
+    restart = _predict_files_restart(st, config, c, summary, clean=clean, dledger=dledger, crash=crash,
+                                     recovery=recovery, abnormal=abnormal, led=led, store_index=store_index)
+    _explain_recovery(restart, st, config, dledger=dledger, crash=crash, recovery=recovery, abnormal=abnormal,
+                      led=led)
+    # topic ""'s files (consumequeue/<queueId>/<name>): what the start does with them, or that it is not predicted
+    why = empty_topic_queues_on_start([rel for rel in c.store_cq if len(rel.split("/")) == 2
+                                       and rel.split("/")[0].lstrip("-").isdigit()])
+    if why:
+        restart.notes.append(why)
+    return c.report(st, config, ref_root, summary, restart)
+
+
+def _compare_files(st: StoreLocation, config: BrokerConfig, ref_fs: pafs.FileSystem, ref: str,
+                   examples: int) -> _Compared:
+    """Every queue file (``consumequeue/``, ``consumequeue_ext/``, ``batchconsumequeue/``; a RocksDB
+    ``consumequeue/`` entry by entry) and index file of the store against the rebuild's, each queue
+    recovered as ``DefaultMessageStore.loadConsumeQueue`` and ``ConsumeQueue.recover`` would."""
+    fs, root = st.fs, st.root
     rocksdb_results = rocks_store = rocks_ref = None
     if config.rocksdb_cq:   # consumequeue/ is a database: compared entry by entry, queue by queue
         from .rocksdb_compare import compare_entries, read_store_database
@@ -160,18 +242,24 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     ext_results = (_compare_folder(st, ref_fs, ref, CQ_EXT_DIR, EXT_UNIT_DTYPE) if config.enableConsumeQueueExt
                    else None)
     bcq_results = _compare_folder(st, ref_fs, ref, BCQ_DIR, BCQ_UNIT_DTYPE) if st.batch_topics else None
+    c = _Compared(ref_fs, ref, cq_results, states, store_cq, ext_results, bcq_results, rocksdb_results, rocks_store,
+                  rocks_ref, [], [], [], {})
+    _compare_index(st, config, c, examples)
+    return c
 
-    # index files, in name order
+
+def _compare_index(st: StoreLocation, config: BrokerConfig, c: _Compared, examples: int) -> None:
+    """The store's ``index/`` files against the rebuild's, in name order (as ``IndexService.load`` lists them),
+    into ``c``."""
+    fs, root = st.fs, st.root
     s_names, s_other = list_index(fs, f"{root}/{INDEX_DIR}")
-    r_names, _ = list_index(ref_fs, f"{ref}/{INDEX_DIR}")
+    r_names, _ = list_index(c.ref_fs, f"{c.ref}/{INDEX_DIR}")
     store_ix = list_tree(fs, f"{root}/{INDEX_DIR}")
 
     def s_data(n: str) -> bytes:
         return read_all(fs, f"{root}/{INDEX_DIR}/{n}")
 
-    def ref_data(n: str) -> bytes:
-        return read_all(ref_fs, f"{ref}/{INDEX_DIR}/{n}")
-
+    ref_data = c.ref_data
     if len(s_names) != len(r_names):  # one file in memory at a time
         s_digest = [hashlib.sha256(s_data(n)).hexdigest() for n in s_names]
         r_digest = [hashlib.sha256(ref_data(n)).hexdigest() for n in r_names]
@@ -187,81 +275,60 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         note = ("left by an interrupted repair" if REPAIR_TMP_RE.match(n.rsplit("/", 1)[-1])
                 else "ignored by the broker (IndexService.load skips names that are not numbers)")
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
+    c.ix_results, c.s_names, c.r_names, c.store_ix = ix_results, s_names, r_names, store_ix
 
-    clean = not st.broker_may_be_running()
-    dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
-    crash, crash_refused = None, None
-    if dledger is not None and config.is_5x and not clean and not config.rocksdb_cq:
-        crash, crash_refused = dledger_crash_on_disk(st, config, dledger, states)
-    if crash_refused:
-        why = f"not predicted: {crash_refused}"
-        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                            None, _rebuild_figures(summary), consume_queue_ext=ext_results,
-                            batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
-                            no_prediction=why, not_checked=_not_checked(st))
+
+def _store_index(st: StoreLocation, c: _Compared) -> list:
+    """Each store index file's name, size and header (``IndexHeader.load``), as the start loads them."""
     store_index = []
-    for n in s_names:
-        with fs.open_input_file(f"{root}/{INDEX_DIR}/{n}") as f:
+    for n in c.s_names:
+        with st.fs.open_input_file(f"{st.root}/{INDEX_DIR}/{n}") as f:
             head = f.read(INDEX_HEADER_SIZE)
         header = dataclasses.asdict(read_header(head + bytes(INDEX_HEADER_SIZE - len(head))))
-        store_index.append((n, store_ix[n], header))
-    if config.rocksdb_cq and config.enableDLegerCommitLog:   # DLedgerCommitLog's recovery into the database kept
+        store_index.append((n, c.store_ix[n], header))
+    return store_index
+
+
+def _predict_rocksdb_restart(st: StoreLocation, config: BrokerConfig, c: _Compared, clean: bool,
+                             store_index: list) -> tuple[Any, str]:
+    """A RocksDB consume queue's next start (``RocksDBConsumeQueueStore.recover``; over a DLedger commitlog
+    ``DLedgerCommitLog``'s recovery into the database kept): the prediction, or None and why not."""
+    assert c.rocks_store is not None and c.rocks_ref is not None
+    if config.enableDLegerCommitLog:
         from .rocksdb_dledger_restart import predict_rocksdb_dledger_first_start, predict_rocksdb_dledger_store_restart
-        assert rocks_store is not None and rocks_ref is not None
-        rocks_restart, why = None, ""
-        try:   # a store converted in place with no data file yet: its first start with DLedger
-            rocks_restart = (predict_rocksdb_dledger_first_start if st.dledger_pending
-                             else predict_rocksdb_dledger_store_restart)(
-                st, config, rocks_store, rocks_ref, clean=clean, store_index=store_index,
-                expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
-                checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root))
-        except UnsupportedConfigError as e:
-            why = f"not predicted: {e}"
-        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                            rocks_restart, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
-                            no_prediction="" if rocks_restart is not None else why, not_checked=_not_checked(st))
-    if rocks_store is not None and rocks_ref is not None:   # the database's recovery (store_format.rocksdb_recovery)
-        from .rocksdb_restart import predict_rocksdb_store_restart
-        restart, why = None, ""
-        try:   # refused: a 5.5.1 accelerated walk from the database's checkpoint inside a record that accepts records
-            restart = predict_rocksdb_store_restart(
-                st, config, rocks_store, rocks_ref, clean=clean, store_index=store_index,
-                expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
-                checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root))
-        except UnsupportedConfigError as e:
-            why = f"not predicted: {e}"
-        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
-                            len(r_names), restart, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
-                            no_prediction=why, not_checked=_not_checked(st))
-    recovery = None
-    # 4.9.8 DLedgerCommitLog.recover: a converted store's old files get the normal recovery, after a crash too
-    abnormal = not clean and not (st.dledger_pending and not config.is_5x)
-    if dledger is None:   # the commitlog recovery (as rebuild --as-restart): where the commitlog ends
-        from store_format.recovery import plan_recovery
-        try:
-            recovery = plan_recovery(st, config, abnormal=abnormal, max_phy_offset_of_consume_queue=max(
-                (s.restart.max_physic_offset for s in states), default=-1))
-        except RestartFailsError as e:
-            return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
-                                len(r_names), None, _rebuild_figures(summary), consume_queue_ext=ext_results,
-                                batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
-                                no_prediction=f"not predicted: {e}", not_checked=_not_checked(st))
+        # a store converted in place with no data file yet: its first start with DLedger
+        predict = (predict_rocksdb_dledger_first_start if st.dledger_pending
+                   else predict_rocksdb_dledger_store_restart)
+    else:   # refused: a 5.5.1 accelerated walk from the database's checkpoint inside a record that accepts records
+        from .rocksdb_restart import predict_rocksdb_store_restart as predict
+    try:
+        return predict(st, config, c.rocks_store, c.rocks_ref, clean=clean, store_index=store_index,
+                       expected_index=c.expected_index,
+                       checkpoint_index_ts=None if clean else _checkpoint_index_ts(st.fs, st.root)), ""
+    except UnsupportedConfigError as e:
+        return None, f"not predicted: {e}"
+
+
+def _predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared, summary: Any, *, clean: bool,
+                           dledger: Any, crash: Any, recovery: Any, abnormal: bool, led: bool,
+                           store_index: list) -> RestartPrediction:
+    """The next start on the queue and index files (:func:`~.restart.predict_restart`): where
+    ``CommitLog.recoverNormally``/``recoverAbnormally`` (or ``DLedgerCommitLog.recover``, or the crash plan's
+    ``dledgerRecoverAbnormally``) ends the log, then ``DefaultMessageStore.recoverTopicQueueTable`` and the
+    ``ReputMessageService`` from there."""
     # where the rebuild stops reading the log: DLedger's committed position (store_format.store._committed_segments)
     rebuilt_to = _end_of_data(st, summary.data_end) if st.dledger is None or st.dledger.committed_pos < 0 \
         else min(st.dledger.committed_pos, _end_of_data(st, summary.data_end))
     ext_back, ext_refused = ext_reput_puts(crash, rebuilt_to, {
-        (t, int(q)): s.restart.max_physic_offset for s in states if s.restart.max_physic_offset >= 0
+        (t, int(q)): s.restart.max_physic_offset for s in c.states if s.restart.max_physic_offset >= 0
         for t, q in [s.restart.queue.rsplit("/", 1)]}, {
-        (t, int(q)): s.restart.write_position for s in states if s.restart.max_physic_offset >= 0
+        (t, int(q)): s.restart.write_position for s in c.states if s.restart.max_physic_offset >= 0
         for t, q in [s.restart.queue.rsplit("/", 1)]}) if crash is not None else ({}, {})
-    # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
-    # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
-    led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
     walk_first = recovery if recovery is not None and recovery.walk_first >= 0 and crash is None else None
     if crash is not None:
-        held_after_cut(crash, states)   # a queue on disk the reput appends to before the walk's data file
-    restart = predict_restart(
-        states, config=config, commitlog_min=st.segments[0].base,
+        held_after_cut(crash, c.states)   # a queue on disk the reput appends to before the walk's data file
+    return predict_restart(
+        c.states, config=config, commitlog_min=st.segments[0].base,
         commitlog_end=(reput_data_end(st, config, recovery) if recovery is not None else
                        crash.end if crash is not None else dledger.process_offset if led and dledger is not None else
                        _end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
@@ -270,9 +337,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                   next(seg.base for seg in st.segments if seg.dledger))
         if led and dledger is not None and config.is_5x and not config.recheckReputOffsetFromCq else None,
         clean_shutdown=clean, store_index=store_index,
-        expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
-        checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
-        read_expected=lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}"),
+        expected_index=c.expected_index,
+        checkpoint_index_ts=None if clean else _checkpoint_index_ts(st.fs, st.root),
+        read_expected=c.read_expected,
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
@@ -282,8 +349,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before or crash.anew)
                        else crash.start_offset)
         if crash is not None else None,
-        cut_lost=cut_lost(crash, states, lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}")
-                           )
+        cut_lost=cut_lost(crash, c.states, c.read_expected)
         if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
         reindex_from=(crash.reindex if crash.again else crash.reput_from) if crash is not None and crash.reindex >= 0
@@ -326,6 +392,13 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # of those, the own units the reput puts back, from the plan (the rebuild stops at the committed position)
         ext_put_back=ext_back, ext_not_predicted=ext_refused, after_load={  # the queues after the walk and the cut
             f"{t}/{q}": v for (t, q), v in crash.cut.loaded.items()} if crash is not None and crash.cut else None)
+
+
+def _explain_recovery(restart: RestartPrediction, st: StoreLocation, config: BrokerConfig, *, dledger: Any,
+                      crash: Any, recovery: Any, abnormal: bool, led: bool) -> None:
+    """The commitlog's recovery into ``restart``: ``DLedgerCommitLog.recover`` (a converted store's first start,
+    ``dledgerRecoverAbnormally`` after a crash, ``DLedgerMmapFileStore.recover`` otherwise) or
+    ``CommitLog.recoverNormally``/``recoverAbnormally``, with its notes."""
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]
@@ -396,14 +469,6 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         restart.recovery_discarded_messages = recovery.discarded_messages
         restart.recovery_discarded_bytes = recovery.discarded_bytes
         restart.recovery_deleted_segments = recovery.deleted_segments
-    # topic ""'s files (consumequeue/<queueId>/<name>): what the start does with them, or that it is not predicted
-    why = empty_topic_queues_on_start([rel for rel in store_cq if len(rel.split("/")) == 2
-                                       and rel.split("/")[0].lstrip("-").isdigit()])
-    if why:
-        restart.notes.append(why)
-    return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                        restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
-                        batch_consume_queue=bcq_results, not_checked=_not_checked(st))
 
 
 def _batch_states(st: StoreLocation, ref_fs: pafs.FileSystem, ref: str, config: BrokerConfig) -> list:
