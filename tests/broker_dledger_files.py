@@ -14,6 +14,16 @@ def cq_unit(data: bytes, at: int) -> tuple[int, int, int]:
     return struct.unpack(">qiq", data[at:at + 20])
 
 
+def folder_units(folder: Path) -> list[tuple[int, int, int, int]]:
+    """A consume queue's units in ``folder`` (every file, every 20 bytes): (queue byte position, commitlog offset,
+    size, tags code)."""
+    out = []
+    for f in sorted(folder.iterdir()):
+        data = f.read_bytes()
+        out += [(int(f.name) + at, *cq_unit(data, at)) for at in range(0, len(data), 20)]
+    return out
+
+
 def first_units(data: bytes, count: int) -> list[tuple[int, int]]:
     """The first ``count`` consume queue units of ``data``: commitlog offset, size (tags codes asserted 0)."""
     assert all(data[k + 12:k + 20] == bytes(8) for k in range(0, count * 20, 20)), data[:count * 20].hex()

@@ -29,11 +29,11 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_files import (
-    cq_unit,
     ext_appended,
     ext_figures_as_the_broker,
     ext_orphans,
     ext_recovered_end,
+    folder_units,
     pointed_ext_addresses,
 )
 from broker_dledger_runs import MORE_LAYOUTS, _committed_pos, _verify_with_plan
@@ -100,15 +100,6 @@ def written(request):  # noqa: ANN001, ANN201
     return bh.written_once(request, _RUNS, STORES, every=True)
 
 
-def _units(folder: Path) -> list[tuple[int, int, int, int]]:
-    """A consume queue's units in ``folder``: (queue byte position, commitlog offset, size, tags code)."""
-    out = []
-    for f in sorted(folder.iterdir()):
-        data = f.read_bytes()
-        out += [(int(f.name) + at, *cq_unit(data, at)) for at in range(0, len(data), 20)]
-    return out
-
-
 @pytest.mark.parametrize("name", bh.params_or_skip(NAMES, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
 def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_data_file(name, written, tmp_path,
                                                                                        monkeypatch):
@@ -130,12 +121,12 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
     assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
     sent = [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
     lost = int(r["scenario"]["zeroQueueTail"]["units"]) - TAIL_UNITS   # units lost of the first data file's records
-    held = [u for u in _units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    held = [u for u in folder_units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
     assert len(held) == len(sent) - TAIL_UNITS - lost, ("the store held T0/0 but for the zeroed units", len(held))
     top = max(o + s for _p, o, s, _t in held)
     loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
     assert committed < top < last_file, (committed, top, last_file)   # the store's max: below the walk's data file
-    kept = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    kept = [u for u in folder_units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
     # load() recovers the queue, then the commitlog (the walk appends); the reput appends none
     assert int(loaded["maxOffset"]) == int(after["maxOffset"]) == 20 * (len(sent) - lost) == 20 * len(kept), \
         (loaded, after)
@@ -173,11 +164,11 @@ def _unwalked_broker(r: dict) -> tuple[int, Path, int]:
     committed, last_file = _committed_pos(src / "before"), int(data[-1].name)
     assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
     sent = [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
-    held = [u for u in _units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    held = [u for u in folder_units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
     assert len(held) == len(sent) - UNWALKED_UNITS, ("the store held T0/0 but for the zeroed units", len(held))
     top = max(o + s for _p, o, s, _t in held)
     assert committed < top < last_file, (committed, top, last_file)
-    kept = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    kept = [u for u in folder_units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
     assert len(kept) == len(sent) and all(o + s <= last_file for _p, o, s, _t in kept), "no T0 record walked"
     loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
     # the walk appends no T0 unit: the load leaves T0/0 as recover did; the reput appends the records past its max

@@ -25,11 +25,11 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_files import (
-    cq_unit,
     ext_appended,
     ext_figures_as_the_broker,
     ext_orphans,
     ext_recovered_end,
+    folder_units,
     pointed_ext_addresses,
 )
 from broker_dledger_runs import MORE_LAYOUTS, _committed_pos, _verify_with_plan
@@ -71,15 +71,6 @@ def written(request):  # noqa: ANN001, ANN201
     return bh.written_once(request, _RUNS, STORES, every=True)
 
 
-def _units(folder: Path) -> list[tuple[int, int, int, int]]:
-    """A consume queue's units in ``folder``: (queue byte position, commitlog offset, size, tags code)."""
-    out = []
-    for f in sorted(folder.iterdir()):
-        data = f.read_bytes()
-        out += [(int(f.name) + at, *cq_unit(data, at)) for at in range(0, len(data), 20)]
-    return out
-
-
 @pytest.mark.parametrize("name", bh.params_or_skip(NAMES, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
 def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_a_walk_with_no_cut(name, written, tmp_path,
                                                                                         monkeypatch):
@@ -100,12 +91,12 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_a_walk_with
     assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
     sent = [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
     tail = TAIL_UNITS if "zeroQueueTail" in r["scenario"] else 0
-    held = [u for u in _units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    held = [u for u in folder_units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
     assert len(held) == len(sent) - tail, ("the store held T0/0 but for the zeroed units", len(held), len(sent))
     top = max(o + s for _p, o, s, _t in held)
     assert not tail or committed < last_file < top, (committed, last_file, top)   # -tail: max in the last data file
     loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
-    kept = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
+    kept = [u for u in folder_units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
     assert int(loaded["maxOffset"]) == int(after["maxOffset"]) == 20 * len(sent) == 20 * len(kept), (loaded, after)
     assert int(loaded["maxPhysicOffset"]) == int(after["maxPhysicOffset"]) == max(o + s for _p, o, s, _t in kept)
     on_disk_end = ext_recovered_end(src, "T0/0")

@@ -20,7 +20,6 @@ file, so that verify's rebuild ends inside the walk's data files."""
 from __future__ import annotations
 
 import types
-from pathlib import Path
 
 import broker_harness as bh
 import numpy as np
@@ -31,6 +30,7 @@ from broker_dledger_files import (
     ext_figures_as_the_broker,
     ext_orphans,
     ext_recovered_end,
+    folder_units,
     pointed_ext_addresses,
 )
 from broker_dledger_runs import LINES, MORE_LAYOUTS, _committed_pos, _verify_with_plan, _written
@@ -160,15 +160,6 @@ def _walk_as_the_line(crash, line: str, walk_file: int) -> None:  # noqa: ANN001
         assert crash.start_offset < crash.reput_from < walk_file, crash
 
 
-def _units(folder: Path) -> list[tuple[int, int, int, int]]:
-    """A consume queue's units in ``folder``: (queue byte position, commitlog offset, size, tags code)."""
-    out = []
-    for f in sorted(folder.iterdir()):
-        data = f.read_bytes()
-        out += [(int(f.name) + at, *cq_unit(data, at)) for at in range(0, len(data), 20)]
-    return out
-
-
 @pytest.mark.broker
 @pytest.mark.slow
 @pytest.mark.spark
@@ -190,11 +181,11 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk_an
     po = int(w["truncateDirtyLogicFilesAt"])
     walk_file = int(sorted((src / "before" / "dledger-n0" / "data").iterdir())[-1].name)
     assert _committed_pos(src / "before") < walk_file < po, (walk_file, po)
-    held = _units(src / "before" / "consumequeue" / q)
+    held = folder_units(src / "before" / "consumequeue" / q)
     assert max(o + s for _p, o, s, _t in held if s > 0) >= po, "the store held %LMQ%q1/0 up to processOffset"
     loaded, after = w["queuesAfterLoad"][q], w["queuesAfterDispatch"][q]
     load_write, load_ext = int(loaded["maxOffset"]), int(loaded["extMaxOffset"])
-    expected = _units(src / "expected" / "consumequeue" / q)
+    expected = folder_units(src / "expected" / "consumequeue" / q)
     kept = [u for u in expected if u[0] < load_write]
     assert kept == [u for u in held if u[0] < load_write] and max(o + s for _p, o, s, _t in kept) < po, \
         "the units below the load's write position are the store's"
@@ -247,7 +238,7 @@ def test_verify_counts_the_reputs_ext_units_orphaned_with_no_cut_and_a_walk_from
     # after the load (the walk, then truncateDirtyLogicFiles) T0/0 holds every message: the walk's, none cut
     assert int(w["queuesAfterLoad"]["T0/0"]["maxOffset"]) == 20 * len(sent), (w["queuesAfterLoad"]["T0/0"], len(sent))
     after = w["queuesAfterDispatch"]["T0/0"]
-    units = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[0] < int(after["maxOffset"])]
+    units = [u for u in folder_units(src / "expected" / "consumequeue" / "T0" / "0") if u[0] < int(after["maxOffset"])]
     assert len(units) == len(sent) and all(t <= EXT_MAX_ADDR for _p, _o, _s, t in units), (len(units), len(sent))
     walked = max(t + (1 << 63) for _p, _o, _s, t in units)   # the walk's last ext unit: the reput's come after it
     again = sum(o >= committed for _p, o, _s, _t in units)   # the T0 records the reput walks again
@@ -288,7 +279,7 @@ def test_verify_counts_the_reputs_ext_units_orphaned_with_no_cut_and_the_reput_b
     walk_file = int(sorted((src / "before" / "dledger-n0" / "data").iterdir())[-1].name)
     assert _committed_pos(src / "before") < walk_file, walk_file
     after = w["queuesAfterDispatch"]["T0/0"]
-    units = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[0] < int(after["maxOffset"])]
+    units = [u for u in folder_units(src / "expected" / "consumequeue" / "T0" / "0") if u[0] < int(after["maxOffset"])]
     blanks = [u for u in units if u[1] == 0 and u[2] == 2**31 - 1]
     walked = units[len(blanks):]
     assert blanks == units[:len(blanks)] and blanks and walked, (len(blanks), len(units))
