@@ -24,6 +24,11 @@ class DLedgerCrash:
     reindex: int = -1             # the record whose keys the start's reput indexes again (-1: none)
     cut: QueueCut | None = None   # 5.5.1: truncateDirtyLogicFiles at process_offset (store_format.dledger_crash_cut)
     ext_again: tuple[ExtAgain, ...] = ()   # enableConsumeQueueExt: the ext units the start's reput puts
+    # with before and no cut: the own queues the reput walks records of in the earlier data files that the walk walks
+    # none of (no ext_again entry), each (topic, queue id, how many: one ext unit put for each);
+    # pipelines.verify.ext_reput counts those puts for such a queue the store held below the walk's data file and
+    # says its orphans not predicted
+    ext_unwalked: tuple[tuple[str, int, int], ...] = ()
     # the walk's message check failed at the first entry of start_file: it dispatched nothing, and the start's
     # reput dispatches everything from start_offset (its start) to end (the log's end): nothing when
     # start_offset >= end

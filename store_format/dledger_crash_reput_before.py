@@ -157,6 +157,9 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                                  old_parsed or [], config)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,
+                        ext_unwalked=tuple(sorted((*q, n) for q, n in earlier.items() if n and q not in {
+                            (a.topic, a.queue_id) for a in ext_again}))
+                        if config.enableConsumeQueueExt and cut is None else (),
                         walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
                         inside_keys=tuple(int(k) for k in keys), old_parsed=tuple(old_parsed or ()),
                         old_parsed_kept=kept, old_parsed_runs=runs)

@@ -130,7 +130,8 @@ def _crash(walk_end: int = -1, reput_from: int = 900, before: bool = False, **cu
     a = types.SimpleNamespace(topic="T0", queue_id=0, positions=np.array([40, 60]))
     c = types.SimpleNamespace(inside_placed=placed, before_placed=placed, reset=(), inside_from=-1, lost={})
     c.__dict__.update({k: v for k, v in cut.items() if k != "cut"})
-    return types.SimpleNamespace(cut=cut.get("cut", c), walk_end=walk_end, ext_again=(a,), process_offset=1000,
+    return types.SimpleNamespace(cut=cut.get("cut", c), walk_end=walk_end, ext_again=(a,),
+                                 ext_unwalked=(), process_offset=1000,
                                  end=6000, reput_from=reput_from, before=before, start_offset=500,
                                  from_old_files=False)
 

@@ -135,7 +135,7 @@ def test_verify_counts_the_ext_units_orphaned_when_the_cut_takes_an_early_ended_
 def _crash(cut: object = None, reput_from: int = 2500, start_offset: int = 500, before: bool = False,
            skip: int = 0, from_old_files: bool = False) -> types.SimpleNamespace:
     a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=2, past=3, skip=skip, positions=np.array([40]))
-    return types.SimpleNamespace(cut=cut, walk_end=3000, ext_again=(a,), process_offset=1000, end=6000,
+    return types.SimpleNamespace(cut=cut, walk_end=3000, ext_again=(a,), ext_unwalked=(), process_offset=1000, end=6000,
                                  reput_from=reput_from, before=before, start_offset=start_offset,
                                  from_old_files=from_old_files)
 

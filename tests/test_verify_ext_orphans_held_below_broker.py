@@ -10,8 +10,9 @@ end, which still holds units) sets its max to the end of its last record of the 
 last :data:`MORE_UNITS` units of the first data file zeroed too, so the store lost more units than the walk's records
 and the walk's first queue offset lies past the store's write position after recover.  ``-unwalked``: T0's puts of
 the last data file sent to T5 too (the walk walks no T0 record) and T0/0's last :data:`UNWALKED_UNITS` units zeroed:
-the reput appends the records past the max (asserted from the broker's files; verify's figure not modelled yet, a
-strict xfail).
+the reput appends the records past the max (asserted from the broker's files; verify counts the reput's ext puts
+but says the orphaned figure not predicted, one line: the plan keeps only those records' count,
+``DLedgerCrash.ext_unwalked``).
 
 The broker (rocketmq-store 5.5.1): the walk puts an ext unit for each T0 record of the last data file
 (``ConsumeQueue.putMessagePositionInfoWrapper``) and ``putMessagePositionInfo`` appends each of them (each ends past
@@ -154,9 +155,9 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
     assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
 
 
-def _unwalked_broker(r: dict) -> tuple[int, Path, int]:
+def _unwalked_broker(r: dict) -> tuple[int, int, Path, int]:
     """``-held-below-unwalked`` as the broker wrote it (the assertions of the two tests below): T0/0's ext units
-    orphaned after the restart, the store's directory and the walk's data file's start."""
+    orphaned after the restart, the reput's ext puts for it, the store's directory and the walk's data file's start."""
     w, src = r["written"], Path(r["scenario"]["dir"])
     assert w.get("ok"), w.get("error")
     assert int(w["truncateDirtyLogicFilesAt"]) == -1, "no cut"
@@ -189,7 +190,7 @@ def _unwalked_broker(r: dict) -> tuple[int, Path, int]:
     broker = ext_orphans(files, int(after["extMaxOffset"]), pointed)
     assert broker == ext_orphans(files, on_disk_end, pointed) + put - UNWALKED_UNITS, (broker, put)
     print(f"T0/0 ext units orphaned {broker} (reput {put}, appended {UNWALKED_UNITS})")
-    return broker, src, last_file
+    return broker, put, src, last_file
 
 
 @pytest.mark.parametrize("name", bh.params_or_skip(UNWALKED, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
@@ -203,20 +204,24 @@ def test_the_broker_appends_from_the_reput_to_a_queue_held_below_the_walks_data_
     _unwalked_broker(written[name])
 
 
-@pytest.mark.xfail(strict=True, reason="not modelled yet: the crash plan's ExtAgain has no entry for a queue the walk "
-                   "walks no record of (store_format.dledger_crash_before.ext_before_walk only adds the earlier "
-                   "records to the walk's queues), so verify counts T0/0's reput puts and appends as none")
 @pytest.mark.parametrize("name", bh.params_or_skip(UNWALKED, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
-def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_data_file_it_does_not_walk(
+def test_verify_refuses_the_ext_units_orphaned_of_a_queue_held_below_the_walks_data_file_it_does_not_walk(
         name, written, tmp_path, monkeypatch):
-    """verify's figures for ``-held-below-unwalked`` are the broker's, with no "not predicted" note (strict xfail:
-    they are not yet, see the marker)."""
-    broker, src, last_file = _unwalked_broker(written[name])
+    """``-held-below-unwalked``: the broker orphans some of T0/0's ext units (:func:`_unwalked_broker`); the crash
+    plan does not place the reput's units of a queue the walk walks no record of (no ``ExtAgain`` entry:
+    ``DLedgerCrash.ext_unwalked``), so verify gives no figure for T0/0 but one "not predicted" line, and the other
+    ext queues' figures stay the broker's."""
+    broker, put, src, last_file = _unwalked_broker(written[name])
+    assert broker > 0, broker
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, LINE)
     assert crash.cut is None and crash.walk_end < 0 and crash.start_offset == last_file
+    assert ("T0", 0, put) in crash.ext_unwalked, crash.ext_unwalked
+    notes = [n for n in p["notes"] if "not predicted" in n]
+    assert len(notes) == 1 and notes[0].startswith("ext units orphaned of T0/0 not predicted:") \
+        and "\n" not in notes[0], notes
+    # every ext queue's appended figure the broker's (T0/0's: the reput's puts), the others' orphaned too
     figures = ext_figures_as_the_broker(p, written[name]["written"], src)
-    assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
-    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
+    assert figures["T0/0"][:3] == (put, put, 0) and len(figures) > 1, figures
 
 
 def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_data_file():
@@ -224,7 +229,8 @@ def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_
     every unit the walk walks when the first one's queue offset is the store's write position after recover, or past
     it (more units lost: appended anyway, from the write position), and the others follow it; a write position past
     the first, gaps after it, no walked unit (the reput would append the earlier files' records past the max) or no
-    write position known: not predicted (one line)."""
+    write position known: not predicted (one line); so a queue held below the walk's data file the walk walks no
+    record of (``DLedgerCrash.ext_unwalked``), one not held or held up to that file giving no answer."""
     import types
 
     import numpy as np
@@ -236,7 +242,8 @@ def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_
     def crash(walked: np.ndarray = walk, before: bool = True) -> types.SimpleNamespace:
         a = types.SimpleNamespace(topic="T0", queue_id=0, before=3, count=5, skip=0, positions=np.zeros(0),
                                   walked=walked)
-        return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,), process_offset=1000, end=1400,
+        return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,),
+                                     ext_unwalked=(), process_offset=1000, end=1400,
                                      reput_from=300 if before else 1000, before=before, start_offset=1000,
                                      from_old_files=False)
     held = {("T0", 0): 900}
@@ -247,3 +254,10 @@ def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_
                      (crash(walked=np.array([[1100, 7], [1300, 9]], np.int64)), {("T0", 0): 140})):
         back, why = ext_reput_puts(c, 300, held, wrote)   # type: ignore[arg-type]
         assert back == {} and "not counted" in why["T0/0"] and "\n" not in why["T0/0"], (back, why)
+    # a queue the reput walks records of before the walk's data file, none walked (DLedgerCrash.ext_unwalked): held
+    # below that file, its orphans not predicted (one line); not held, or held up to the walk's data file: no answer
+    for c, refused in ((crash(), {"T1/0"}), (crash(before=False), set())):
+        c.ext_unwalked = (("T1", 0, 4), ("T2", 0, 3), ("T3", 0, 2))
+        back, why = ext_reput_puts(c, 300, {**held, ("T1", 0): 500, ("T3", 0): 1000},   # type: ignore[arg-type]
+                                   {("T0", 0): 140})
+        assert back == {"T0/0": 3} and set(why) == refused and all("\n" not in w for w in why.values()), (back, why)

@@ -139,7 +139,8 @@ def test_ext_reput_puts_gives_the_walks_units_past_the_max_of_a_queue_held_befor
               walked: np.ndarray = walk) -> types.SimpleNamespace:
         a = types.SimpleNamespace(topic="T0", queue_id=0, before=4, count=3, skip=0, positions=np.zeros(0),
                                   walked=walked)
-        return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,), process_offset=1000, end=6000,
+        return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,),
+                                     ext_unwalked=(), process_offset=1000, end=6000,
                                      reput_from=300, before=before, start_offset=start, from_old_files=old)
     for c in (crash(), crash(start=300), crash(start=400, before=True)):
         for top, n in ((6000, 0), (6100, 0), (4000, 0), (2000, 2), (1000, 3)):

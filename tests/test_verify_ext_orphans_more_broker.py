@@ -302,7 +302,8 @@ def _crash(start_offset: int, skip: int = 0, lost: dict | None = None, reset: tu
     a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=11, skip=skip, positions=np.array([40, 60]))
     c = types.SimpleNamespace(inside_placed=placed, before_placed=placed, reset=reset, inside_from=inside_from,
                               lost=lost or {})
-    return types.SimpleNamespace(cut=c, walk_end=-1, ext_again=(a,), process_offset=1000, end=6000, reput_from=300,
+    return types.SimpleNamespace(cut=c, walk_end=-1, ext_again=(a,),
+                                 ext_unwalked=(), process_offset=1000, end=6000, reput_from=300,
                                  before=True, start_offset=start_offset)
 
 
@@ -361,7 +362,8 @@ def test_ext_reput_puts_gives_the_walks_units_with_no_cut_and_the_reput_inside_t
               old: bool = False) -> types.SimpleNamespace:
         a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=3, skip=skip, positions=np.zeros(0),
                                   walked=np.zeros((0, 2), np.int64))
-        return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,), process_offset=1000, end=6000,
+        return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,),
+                                     ext_unwalked=(), process_offset=1000, end=6000,
                                      reput_from=reput, before=before, start_offset=start, from_old_files=old)
     assert ext_reput_puts(crash(), 300) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(crash(start=300), 300) == ({"T0/0": 7}, {})   # type: ignore[arg-type]

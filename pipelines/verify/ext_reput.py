@@ -62,7 +62,10 @@ write position after ``recover`` or past it (``-held-below-more``: more units lo
 rule logs the jump and appends at the write position) and the others' one after the other, every record the walk
 walks; the reput's units
 all dropped (each record ends at or below the walk's max), so the rest of ``before + count`` is orphaned; held up to
-anywhere else: not predicted.
+anywhere else: not predicted.  A queue held below the walk's data file that the walk walks no record of, the reput
+walking some of it there (``DLedgerCrash.ext_unwalked``, no ``ExtAgain`` entry; ``-held-below-unwalked``): the reput
+puts an ext unit for each of those records (counted) and appends those ending past the max, which the plan does not
+place: its orphaned figure not predicted (one line).
 
 A walk its check ended early (``-damaged-again-layouts``: a record whose body CRC fails; the reput's check reads no
 CRC) with the reput from inside it, before that end (DLedger's committed position, where the rebuild stops): the
@@ -120,7 +123,7 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     (``len(positions) + past``), and with the reput from an earlier data file, the rebuild ending before the walk's,
     ``before + past`` (:func:`_again_past_early_walk`)."""
     cut, held, wrote = crash.cut, held or {}, wrote or {}
-    if not crash.ext_again:
+    if not crash.ext_again and not crash.ext_unwalked:
         return {}, {}
     if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone, but where modelled
         walked = crash.walk_end if crash.walk_end >= 0 else crash.end
@@ -147,8 +150,8 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
             walked_all = _again_past_early_walk(crash, rebuilt_to, held)
         else:
             walked_all = {}
-        return walked_all, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again
-                            if f"{a.topic}/{a.queue_id}" not in walked_all}
+        return walked_all, {**{f"{a.topic}/{a.queue_id}": why for a in crash.ext_again
+                               if f"{a.topic}/{a.queue_id}" not in walked_all}, **_unwalked_held(crash, held)}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
     # the 5.5.1 cut left it no file (max -1) and the reput set inside an entry writes it anew (the rebuild's own
     # dispatch, StoreLocation.queue_reset): the plan's positions are the cut's, not those of that rewrite
@@ -200,6 +203,21 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
         else:
             back[label] = len(a.positions)
     return back, refused
+
+
+def _unwalked_held(crash: DLedgerCrash, held: Mapping[tuple[str, int], int]) -> dict[str, str]:
+    """With no cut after a walk to the log's end and the reput from an earlier data file: the queues the store held
+    up to below the walk's data file (``held``: the max after ``ConsumeQueue.recover``) that the reput walks records
+    of there while the walk walks none (``DLedgerCrash.ext_unwalked``), with why their figures are not predicted:
+    ``putMessagePositionInfoWrapper`` puts an ext unit for each such record and ``putMessagePositionInfo`` appends
+    those ending past the max (``-held-below-unwalked``), which the plan does not place (its puts it counts:
+    ``pipelines.verify.compare_store``'s ``ext_puts``)."""
+    if crash.cut is not None or crash.walk_end >= 0 or not crash.before or crash.from_old_files:
+        return {}
+    return {f"{t}/{q}": (f"the store held it up to {held[(t, q)]}, below the walk's data file at "
+                         f"{crash.start_offset}, and the start's reput from {crash.reput_from} puts an ext unit for "
+                         "each of its records there and appends those past that max, which the plan does not place")
+            for t, q, _n in crash.ext_unwalked if 0 <= held.get((t, q), -1) < crash.start_offset}
 
 
 def _held_walk_appends(a: ExtAgain, top: int, end: int, start: int = -1, wrote: int = -1) -> int:
