@@ -261,16 +261,15 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     after, reput_ends, past = None, -1, None
     walked = track.written()   # the queues the walk wrote
     empty = sorted(set(walked) & on_disk.empty_queues) if on_disk is not None else []
-    # a queue of one file of zeros the walk writes both own and light units into: not checked (light units only:
-    # multiDispatchLmqQueue's putMessagePositionInfo appends them onto it from 0 as own ones, -small-zeros-light)
-    empty += sorted(q for q in set(walked) & on_disk.zeros_queues
-                    if track.kinds(q) not in ({KIND_CQ}, {KIND_LIGHT})) if on_disk is not None else []
-    if empty:
-        raise _empty_refusal(empty)
     # a queue of one file of zeros (QueuesOnDisk.zeros_queues): checked against the broker after a walk to the log's
     # end, with or without the cut, and the start's reput from the walk's data files on, not set inside an entry; not
     # the others
     zeros = sorted(set(walked) & on_disk.zeros_queues) if on_disk is not None else []
+    # one the walk writes both own and light units into: not checked (light units only: multiDispatchLmqQueue's
+    # putMessagePositionInfo appends them onto it from 0 as own ones, -small-zeros-light)
+    empty += [q for q in zeros if track.kinds(q) not in ({KIND_CQ}, {KIND_LIGHT})]
+    if empty:
+        raise _empty_refusal(empty)
     if zeros and early:
         raise _empty_refusal(zeros, "and the walk ends early")
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):

@@ -21,7 +21,7 @@ from .dledger_crash_before import (
     without_queues,
 )
 from .dledger_crash_cut import QueueCut, QueueTrack, ext_refused, ext_reput
-from .dledger_crash_cut_reput import ext_past
+from .dledger_crash_cut_reput import ExtAgain, ext_past
 from .dledger_crash_old import dropped_before, inside_earlier_refusal, old_parsed_keys, old_parsed_queues
 from .dledger_crash_plan import DLedgerCrash
 from .dledger_inside_index import indexed_again, inside_key_offsets
@@ -157,9 +157,16 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                                  old_parsed or [], config)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,
-                        ext_unwalked=tuple(sorted((*q, n) for q, n in earlier.items() if n and q not in {
-                            (a.topic, a.queue_id) for a in ext_again}))
-                        if config.enableConsumeQueueExt and cut is None else (),
+                        ext_unwalked=_unwalked(earlier, ext_again) if config.enableConsumeQueueExt and cut is None
+                        else (),
                         walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
                         inside_keys=tuple(int(k) for k in keys), old_parsed=tuple(old_parsed or ()),
                         old_parsed_kept=kept, old_parsed_runs=runs)
+
+
+def _unwalked(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...]
+              ) -> tuple[tuple[str, int, int], ...]:
+    """The own queues the reput walks records of in the earlier data files (``earlier``: how many) that have no
+    ``ext_again`` entry (the walk walks none of them): ``DLedgerCrash.ext_unwalked``."""
+    walked = {(a.topic, a.queue_id) for a in ext_again}
+    return tuple(sorted((*q, n) for q, n in earlier.items() if n and q not in walked))

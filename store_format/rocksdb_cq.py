@@ -197,12 +197,12 @@ def light_rows(res: WalkResult) -> WalkResult:
       its unit keeps the record's queue id, under topic "" (a key of topic length 0), and the offset family gets that
       queue's max like any other's."""
     status = res.lmq[:, L_STATUS]
-    put = status == LMQ_SKIPPED_SEPARATOR
+    slashed = status == LMQ_SKIPPED_SEPARATOR
     slashed_bad = status == LMQ_SKIPPED_SEPARATOR_BAD_OFFSET
-    if not (put.any() or slashed_bad.any()):
+    if not (slashed.any() or slashed_bad.any()):
         return res
     lmq = res.lmq.copy()
-    lmq[put, L_STATUS] = LMQ_OK
+    lmq[slashed, L_STATUS] = LMQ_OK
     lmq[slashed_bad, L_STATUS] = LMQ_BAD_OFFSET
     return dataclasses.replace(res, lmq=lmq)
 

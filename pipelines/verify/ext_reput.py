@@ -89,6 +89,7 @@ import numpy as np
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
 from store_format.dledger_crash import DLedgerCrash
 from store_format.dledger_crash_cut_reput import ExtAgain
+from store_format.layout import CQ_UNIT_SIZE
 
 __all__ = ["ext_reput_puts"]
 
@@ -236,7 +237,7 @@ def _held_walk_appends(a: ExtAgain, top: int, end: int, start: int = -1, wrote: 
     if top >= end:
         return 0
     if 0 <= top < start:
-        if not len(a.walked) or wrote < 0 or a.walked[0, 1] < wrote // 20:
+        if not len(a.walked) or wrote < 0 or a.walked[0, 1] < wrote // CQ_UNIT_SIZE:
             return -1
         keys = a.walked[0, 1] + np.arange(len(a.walked))
         return len(a.walked) if bool((a.walked[:, 1] == keys).all()) else -1
