@@ -101,6 +101,19 @@ def written(request):  # noqa: ANN001, ANN201
     return bh.written_once(request, _RUNS, STORES, every=True)
 
 
+def _restarted(r: dict) -> tuple[dict, Path, int, int, list[dict]]:
+    """A store of this module as the broker restarted it, checked: written, no ``truncateDirtyLogicFiles`` call, two
+    data files with DLedger's committed position (the reput's start) in the first.  Returns the harness's line, the
+    scenario's folder, that committed position, the walk's data file's start and the T0 messages put."""
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert w.get("ok"), w.get("error")
+    assert int(w["truncateDirtyLogicFilesAt"]) == -1, "no cut"
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    committed, last_file = _committed_pos(src / "before"), int(data[-1].name)
+    assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
+    return w, src, committed, last_file, [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
+
+
 @pytest.mark.parametrize("name", bh.params_or_skip(NAMES, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
 def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_data_file(name, written, tmp_path,
                                                                                        monkeypatch):
@@ -114,13 +127,7 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
     reput put less those the walk's appended units point at.  verify's figures, every ext queue's
     appended and orphaned, are the broker's, with no "not predicted" note."""
     r = written[name]
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert w.get("ok"), w.get("error")
-    assert int(w["truncateDirtyLogicFilesAt"]) == -1, "no cut"
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    committed, last_file = _committed_pos(src / "before"), int(data[-1].name)
-    assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
-    sent = [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
+    w, src, committed, last_file, sent = _restarted(r)
     lost = int(r["scenario"]["zeroQueueTail"]["units"]) - TAIL_UNITS   # units lost of the first data file's records
     held = [u for u in folder_units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
     assert len(held) == len(sent) - TAIL_UNITS - lost, ("the store held T0/0 but for the zeroed units", len(held))
@@ -158,13 +165,7 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
 def _unwalked_broker(r: dict) -> tuple[int, int, Path, int]:
     """``-held-below-unwalked`` as the broker wrote it (the assertions of the two tests below): T0/0's ext units
     orphaned after the restart, the reput's ext puts for it, the store's directory and the walk's data file's start."""
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert w.get("ok"), w.get("error")
-    assert int(w["truncateDirtyLogicFilesAt"]) == -1, "no cut"
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    committed, last_file = _committed_pos(src / "before"), int(data[-1].name)
-    assert len(data) == 2 and 0 < committed < last_file, (committed, last_file)
-    sent = [m for m in r["scenario"]["messages"] if m.get("topic") == "T0"]
+    w, src, committed, last_file, sent = _restarted(r)
     held = [u for u in folder_units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
     assert len(held) == len(sent) - UNWALKED_UNITS, ("the store held T0/0 but for the zeroed units", len(held))
     top = max(o + s for _p, o, s, _t in held)
