@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from .dledger_crash_cut import ExtAgain, QueueCut
 
 __all__ = ["DLedgerCrash"]
@@ -25,10 +27,11 @@ class DLedgerCrash:
     cut: QueueCut | None = None   # 5.5.1: truncateDirtyLogicFiles at process_offset (store_format.dledger_crash_cut)
     ext_again: tuple[ExtAgain, ...] = ()   # enableConsumeQueueExt: the ext units the start's reput puts
     # with before and no cut: the own queues the reput walks records of in the earlier data files that the walk walks
-    # none of (no ext_again entry), each (topic, queue id, how many: one ext unit put for each);
-    # pipelines.verify.ext_reput counts those puts for such a queue the store held below the walk's data file and
-    # says its orphans not predicted
-    ext_unwalked: tuple[tuple[str, int, int], ...] = ()
+    # none of (no ext_again entry), each (topic, queue id, how many: one ext unit put for each, and, of a queue on
+    # disk before the walk, its units among those records: rows of dledger_queue_track.UNIT_COLUMNS in reput order);
+    # pipelines.verify.ext_reput counts those puts and the units appended of such a queue the store held below the
+    # walk's data file (dledger_crash_reput_before.held_reput_appends)
+    ext_unwalked: tuple[tuple[str, int, int, np.ndarray], ...] = ()
     # the walk's message check failed at the first entry of start_file: it dispatched nothing, and the start's
     # reput dispatches everything from start_offset (its start) to end (the log's end): nothing when
     # start_offset >= end

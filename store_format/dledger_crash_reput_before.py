@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 from .config import BrokerConfig
+from .consumequeue import assign_positions
 from .dledger_crash_after import refusal, reput_goes_on
 from .dledger_crash_before import (
     appended_cut,
@@ -25,10 +26,11 @@ from .dledger_crash_cut_reput import ExtAgain, ext_past
 from .dledger_crash_old import dropped_before, inside_earlier_refusal, old_parsed_keys, old_parsed_queues
 from .dledger_crash_plan import DLedgerCrash
 from .dledger_inside_index import indexed_again, inside_key_offsets
+from .dledger_queue_track import KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, UNIT_COLUMNS
 from .restart_reput import Accepted
 from .store import Segment, StoreLocation
 
-__all__ = ["reput_before_walk"]
+__all__ = ["held_reput_appends", "reput_before_walk"]
 
 
 def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
@@ -83,6 +85,9 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     source, no broker case).  With ext files each unit put back points at the ext unit the reput put for it, counted
     from the earlier files' records (a converted store's old files' too; in a queue the 5.5.1 cut left with no file,
     after the ext units the walk put: the cut keeps them) (:func:`store_format.dledger_crash_before.ext_before_walk`).
+    With no cut, the ext queues the reput walks records of there that the walk walks none of go in
+    ``DLedgerCrash.ext_unwalked``, with their units among those records for a queue on disk before the walk
+    (``QueueTrack.keep_queues``, verify): :func:`held_reput_appends` counts those ``putMessagePositionInfo`` appends.
 
     Raises:
         UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
@@ -117,13 +122,17 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     old_parsed: list[tuple[int, tuple[tuple[int, int], ...]]] | None = [] if reput < files[0].base else None
     parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
         if cut is not None and cut.inside_from >= 0 else []
+    # no cut, ext files: the walk's ext puts; the queues on disk before the walk (verify) it walks no record of get
+    # their earlier records' units read too (the third answer), for _unwalked
+    walk_ext = ext_reput(track, files[first].base, to) if config.enableConsumeQueueExt and cut is None else ()
+    unwalked = frozenset(track.keep_queues - {(a.topic, a.queue_id) for a in walk_ext}) \
+        if config.enableConsumeQueueExt and cut is None else frozenset()
     earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
         files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else
-                                                                     parsed_reset), old_parsed)
+                                                                     parsed_reset) | unwalked, old_parsed)
     kept = old_parsed_queues(st, old_parsed, walked, cut, config, refusal) if old_parsed and cut is not None else ()
     # the reput puts an ext unit for each own record of the earlier files from its start too (no cut: all dropped)
-    ext_again = () if not config.enableConsumeQueueExt else ext_before_walk(earlier, ext_reput(
-        track, files[first].base, to)) if cut is None \
+    ext_again = () if not config.enableConsumeQueueExt else ext_before_walk(earlier, walk_ext) if cut is None \
         else ext_before_walk(earlier, cut.ext_again, reset if cut.inside_from < 0 else None, track, to,
                              config.cq_file_size)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
@@ -157,16 +166,47 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                                  old_parsed or [], config)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,
-                        ext_unwalked=_unwalked(earlier, ext_again) if config.enableConsumeQueueExt and cut is None
-                        else (),
+                        ext_unwalked=_unwalked(earlier, ext_again, reset) if config.enableConsumeQueueExt
+                        and cut is None else (),
                         walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
                         inside_keys=tuple(int(k) for k in keys), old_parsed=tuple(old_parsed or ()),
                         old_parsed_kept=kept, old_parsed_runs=runs)
 
 
-def _unwalked(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...]
-              ) -> tuple[tuple[str, int, int], ...]:
+def _unwalked(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...],
+              units: dict[tuple[str, int], np.ndarray]) -> tuple[tuple[str, int, int, np.ndarray], ...]:
     """The own queues the reput walks records of in the earlier data files (``earlier``: how many) that have no
-    ``ext_again`` entry (the walk walks none of them): ``DLedgerCrash.ext_unwalked``."""
+    ``ext_again`` entry (the walk walks none of them), each with its units among those records (``units``:
+    :func:`store_format.dledger_crash_before.earlier_own_units`' third answer, rows of
+    :data:`store_format.dledger_queue_track.UNIT_COLUMNS` in reput order; none read for a queue not on disk before
+    the walk): ``DLedgerCrash.ext_unwalked``."""
     walked = {(a.topic, a.queue_id) for a in ext_again}
-    return tuple(sorted((*q, n) for q, n in earlier.items() if n and q not in walked))
+    return tuple(sorted(((*q, n, units.get(q, _NO_UNITS)) for q, n in earlier.items() if n and q not in walked),
+                        key=lambda u: u[:3]))
+
+
+_NO_UNITS = np.zeros((0, len(UNIT_COLUMNS)), np.int64)
+
+
+def held_reput_appends(units: np.ndarray, own: int, top: int, wrote: int) -> int:
+    """Of a queue the store held up to commitlog offset ``top`` (its max after ``ConsumeQueue.recover``; ``wrote``:
+    its write position then, bytes) that the walk to the log's end dispatched no record of, the units
+    ``ConsumeQueue.putMessagePositionInfo`` appends when the start's reput walks ``units`` (its records of the data
+    files before the walk's, rows of :data:`store_format.dledger_queue_track.UNIT_COLUMNS` in reput order, ``own``
+    of them: ``putMessagePositionInfoWrapper`` puts an ext unit for each first), each then holding that ext unit's
+    address: :func:`store_format.consumequeue.assign_positions` from that state (a unit ending at or below the max
+    dropped; past it, appended at the write position, its queue offset equal to it or ahead of it, the jump only
+    logged).  -1 (not modelled) where the rows are not all own units numbering ``own``, or a unit past the max
+    has queue offset 0 (no check) or one behind the write position (dropped by the source, no broker case)."""
+    if wrote < 0 or top < 0 or len(units) != own or (units[:, U_KIND] != KIND_CQ).any():
+        return -1
+    state = np.array([[top, wrote, -1, -1]], np.int64)   # Q_MAX_PHYS, Q_WRITE_POS (no file tracked)
+    ends = units[:, U_END]
+    pos = assign_positions(np.zeros(len(units), np.int64), units[:, U_OFFSET], ends - units[:, U_OFFSET],
+                           units[:, U_KEY], 1 << 30, state)
+    # the max each unit meets: top, then the end of the last one appended (setMaxPhysicOffset)
+    met = np.maximum.accumulate(np.r_[top, np.where(pos >= 0, ends, top)[:-1]])
+    past = ends > met
+    if ((units[:, U_KEY] == 0) & past).any() or ((pos < 0) & past).any():
+        return -1
+    return int((pos >= 0).sum())

@@ -10,9 +10,12 @@ end, which still holds units) sets its max to the end of its last record of the 
 last :data:`MORE_UNITS` units of the first data file zeroed too, so the store lost more units than the walk's records
 and the walk's first queue offset lies past the store's write position after recover.  ``-unwalked``: T0's puts of
 the last data file sent to T5 too (the walk walks no T0 record) and T0/0's last :data:`UNWALKED_UNITS` units zeroed:
-the reput appends the records past the max (asserted from the broker's files; verify counts the reput's ext puts
-but says the orphaned figure not predicted, one line: the plan keeps only those records' count,
-``DLedgerCrash.ext_unwalked``).
+the reput, from the committed position, puts an ext unit for each of the 4 T0 records from there and appends the 2
+past the max; ``-unwalked-ahead`` (:data:`AHEAD_UNITS` zeroed, the max before the committed position): all 4, their
+queue offsets one past the write position (appended there, no hole); ``-unwalked-none`` (none zeroed): none.
+Asserted from the broker's files (:data:`UNWALKED_SHAPES`); verify's figures are the broker's: the plan carries
+those records' units (``DLedgerCrash.ext_unwalked``) and ``held_reput_appends`` replays the put rule on them from
+the store's max and write position after ``recover``.
 
 The broker (rocketmq-store 5.5.1): the walk puts an ext unit for each T0 record of the last data file
 (``ConsumeQueue.putMessagePositionInfoWrapper``) and ``putMessagePositionInfo`` appends each of them (each ends past
@@ -60,6 +63,14 @@ MORE_UNITS = 2
 # record, and T0/0's last UNWALKED_UNITS units zeroed (2 of the 4 T0 records past DLedger's committed position)
 REROUTE_ALL = 246
 UNWALKED_UNITS = 2
+# ``-held-below-unwalked-ahead``: this many zeroed (the 4 T0 records past the committed position and the one before
+# it): the reput appends all 4, their queue offsets one past the write position; ``-unwalked-none``: none zeroed
+# (the store's max past all 4: none appended)
+AHEAD_UNITS = 5
+# per unwalked store (suffix): its zeroed units, and what the broker does with the reput's T0 records (asserted
+# from its files): the units appended of those past the committed position, and the T0 records that get no unit
+UNWALKED_SHAPES = {"-unwalked": (UNWALKED_UNITS, UNWALKED_UNITS, 0), "-unwalked-ahead": (AHEAD_UNITS, 4, 1),
+                   "-unwalked-none": (0, 0, 0)}
 
 
 def _rerouted(messages: list[dict], at: int) -> list[dict]:
@@ -75,15 +86,16 @@ def _rerouted(messages: list[dict], at: int) -> list[dict]:
 
 def held_below_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-before-layouts-held-below`` (module docstring), ``-held-below-more``
-    (:data:`MORE_UNITS` more units zeroed) and ``-held-below-unwalked`` (no T0 record in the walk's data file)."""
+    (:data:`MORE_UNITS` more units zeroed) and ``-held-below-unwalked``, ``-unwalked-ahead`` and ``-unwalked-none``
+    (no T0 record in the walk's data file; the units zeroed: :data:`UNWALKED_SHAPES`)."""
     before = before_abort_scenarios(line)[1]
     assert before["name"].endswith("-before-layouts"), before["name"]
     out = []
     for reroute, zeroed, suffix in ((REROUTE, TAIL_UNITS, ""), (REROUTE, TAIL_UNITS + MORE_UNITS, "-more"),
-                                    (REROUTE_ALL, UNWALKED_UNITS, "-unwalked")):
-        tail = {"path": "consumequeue/T0/0", "units": zeroed, "unitSize": 20}
-        out.append({**before, "messages": _rerouted(before["messages"], reroute), "keepQueues": True,
-                    "zeroQueueTail": tail, "name": f"{before['name']}-held-below{suffix}"})
+                                    *((REROUTE_ALL, z, k) for k, (z, _a, _l) in UNWALKED_SHAPES.items())):
+        tail = {"zeroQueueTail": {"path": "consumequeue/T0/0", "units": zeroed, "unitSize": 20}} if zeroed else {}
+        out.append({**before, "messages": _rerouted(before["messages"], reroute), "keepQueues": True, **tail,
+                    "name": f"{before['name']}-held-below{suffix}"})
     return out
 
 
@@ -92,8 +104,8 @@ SCENARIOS = {LINE: held_below_scenarios(LINE)} if MORE_LAYOUTS and LINE in bh.li
 STORES = bh.Stores(SCENARIOS, "DLedger crash restarts, no cut, an ext queue held below the walk's data file",
                    threads=1)
 _RUNS: dict[str, dict] = {}
-NAMES = [sc["name"] for scs in SCENARIOS.values() for sc in scs if not sc["name"].endswith("-unwalked")]
-UNWALKED = [sc["name"] for scs in SCENARIOS.values() for sc in scs if sc["name"].endswith("-unwalked")]
+NAMES = [sc["name"] for scs in SCENARIOS.values() for sc in scs if "-unwalked" not in sc["name"]]
+UNWALKED = [sc["name"] for scs in SCENARIOS.values() for sc in scs if "-unwalked" in sc["name"]]
 
 
 @pytest.fixture
@@ -163,15 +175,19 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_da
 
 
 def _unwalked_broker(r: dict) -> tuple[int, int, Path, int]:
-    """``-held-below-unwalked`` as the broker wrote it (the assertions of the two tests below): T0/0's ext units
-    orphaned after the restart, the reput's ext puts for it, the store's directory and the walk's data file's start."""
+    """A ``-held-below-unwalked`` store as the broker wrote it (the assertions of the two tests below): T0/0's ext
+    units orphaned after the restart, the reput's ext puts for it, the store's directory and the walk's data file's
+    start.  Its shape (:data:`UNWALKED_SHAPES`): the units zeroed, those the reput appends and the T0 records left
+    with no unit (those between the store's max and the committed position, which the reput does not walk)."""
+    name = r["scenario"]["name"]
+    zeroed, n_appended, n_lost = UNWALKED_SHAPES[name[name.index("-unwalked"):]]
     w, src, committed, last_file, sent = _restarted(r)
     held = [u for u in folder_units(src / "before" / "consumequeue" / "T0" / "0") if u[2] > 0]
-    assert len(held) == len(sent) - UNWALKED_UNITS, ("the store held T0/0 but for the zeroed units", len(held))
+    assert len(held) == len(sent) - zeroed, ("the store held T0/0 but for the zeroed units", len(held))
     top = max(o + s for _p, o, s, _t in held)
-    assert committed < top < last_file, (committed, top, last_file)
+    assert top < last_file and (top < committed) == bool(n_lost), (committed, top, last_file)
     kept = [u for u in folder_units(src / "expected" / "consumequeue" / "T0" / "0") if u[2] > 0]
-    assert len(kept) == len(sent) and all(o + s <= last_file for _p, o, s, _t in kept), "no T0 record walked"
+    assert len(kept) == len(sent) - n_lost and all(o + s <= last_file for _p, o, s, _t in kept), "no T0 walked"
     loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
     # the walk appends no T0 unit: the load leaves T0/0 as recover did; the reput appends the records past its max
     assert int(loaded["maxOffset"]) == 20 * len(held) and int(loaded["maxPhysicOffset"]) == top, loaded
@@ -179,18 +195,20 @@ def _unwalked_broker(r: dict) -> tuple[int, int, Path, int]:
     assert [u[0] for u in kept] == list(range(0, 20 * len(kept), 20)), "appended at the write position: no hole"
     assert kept[:len(held)] == held, "the store's units, unchanged"
     appended = kept[len(held):]
-    assert len(appended) == UNWALKED_UNITS and all(o + s > top for _p, o, s, _t in appended), appended
+    # the reput's records past the max, from the write position (-ahead: their queue offsets n_lost past it)
+    assert len(appended) == n_appended and all(o + s > top and o >= committed for _p, o, s, _t in appended), \
+        appended
     on_disk_end = ext_recovered_end(src, "T0/0")
     assert all(t <= EXT_MAX_ADDR for _p, _o, _s, t in kept), "each unit points at an ext unit"
     assert all((t + (1 << 63) >= on_disk_end) == (u in appended) for u in kept for t in [u[3]]), on_disk_end
     put = ext_appended(w, src, "T0/0", on_disk_end)   # the reput's ext puts (the walk puts none for T0)
-    again = sum(o >= committed for _p, o, _s, _t in kept)
-    assert put == again > UNWALKED_UNITS, (put, again)
+    again = sum(o >= committed for _p, o, _s, _t in kept)   # every T0 record from the committed position has a unit
+    assert put == again == 4 and put >= n_appended, (put, again)
     files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()}
     pointed = pointed_ext_addresses(src, "T0/0", int(after["maxOffset"]))
     broker = ext_orphans(files, int(after["extMaxOffset"]), pointed)
-    assert broker == ext_orphans(files, on_disk_end, pointed) + put - UNWALKED_UNITS, (broker, put)
-    print(f"T0/0 ext units orphaned {broker} (reput {put}, appended {UNWALKED_UNITS})")
+    assert broker == ext_orphans(files, on_disk_end, pointed) + put - n_appended, (broker, put)
+    print(f"{name}: T0/0 ext units orphaned {broker} (reput {put}, appended {n_appended})")
     return broker, put, src, last_file
 
 
@@ -198,31 +216,31 @@ def _unwalked_broker(r: dict) -> tuple[int, int, Path, int]:
 def test_the_broker_appends_from_the_reput_to_a_queue_held_below_the_walks_data_file_it_does_not_walk(name,
                                                                                                     written):
     """The broker, ``-held-below-unwalked``: no T0 record in the walk's data file, T0/0 held up to a record past
-    DLedger's committed position (its last units zeroed).  The walk appends no T0 unit (``queuesAfterLoad``: the
-    write position recover left); the reput, from the committed position, puts an ext unit for each T0 record from
-    there, drops the units of those ending at or below the max and appends the others from the write position, each
-    pointing at its new ext unit; the rest of the reput's ext units are orphaned (:func:`_unwalked_broker`)."""
+    DLedger's committed position (its last units zeroed; ``-ahead``: up to a record before it, ``-none``: every
+    unit kept).  The walk appends no T0 unit (``queuesAfterLoad``: the write position recover left); the reput,
+    from the committed position, puts an ext unit for each T0 record from there, drops the units of those ending at
+    or below the max and appends the others from the write position (``-ahead``: their queue offsets past it, the
+    jump only logged), each pointing at its new ext unit; the rest of the reput's ext units are orphaned
+    (:func:`_unwalked_broker`)."""
     _unwalked_broker(written[name])
 
 
 @pytest.mark.parametrize("name", bh.params_or_skip(UNWALKED, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
-def test_verify_refuses_the_ext_units_orphaned_of_a_queue_held_below_the_walks_data_file_it_does_not_walk(
+def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_below_the_walks_data_file_it_does_not_walk(
         name, written, tmp_path, monkeypatch):
-    """``-held-below-unwalked``: the broker orphans some of T0/0's ext units (:func:`_unwalked_broker`); the crash
-    plan does not place the reput's units of a queue the walk walks no record of (no ``ExtAgain`` entry:
-    ``DLedgerCrash.ext_unwalked``), so verify gives no figure for T0/0 but one "not predicted" line, and the other
-    ext queues' figures stay the broker's."""
+    """``-held-below-unwalked`` (and ``-ahead``, ``-none``): the crash plan carries T0/0's units of the records the
+    reput walks before the walk's data file (``DLedgerCrash.ext_unwalked``) and verify replays
+    ``putMessagePositionInfo`` on them from the store's max and write position after ``recover``
+    (``held_reput_appends``): its ext units appended (the reput's puts) and orphaned (those puts less the units
+    appended, plus the store's own orphans) are the broker's (:func:`_unwalked_broker`), with no "not predicted"
+    note, and so are the other ext queues' figures."""
     broker, put, src, last_file = _unwalked_broker(written[name])
-    assert broker > 0, broker
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, LINE)
     assert crash.cut is None and crash.walk_end < 0 and crash.start_offset == last_file
-    assert ("T0", 0, put) in crash.ext_unwalked, crash.ext_unwalked
-    notes = [n for n in p["notes"] if "not predicted" in n]
-    assert len(notes) == 1 and notes[0].startswith("ext units orphaned of T0/0 not predicted:") \
-        and "\n" not in notes[0], notes
-    # every ext queue's appended figure the broker's (T0/0's: the reput's puts), the others' orphaned too
+    assert [u[:3] for u in crash.ext_unwalked if u[:2] == ("T0", 0)] == [("T0", 0, put)], crash.ext_unwalked
+    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
     figures = ext_figures_as_the_broker(p, written[name]["written"], src)
-    assert figures["T0/0"][:3] == (put, put, 0) and len(figures) > 1, figures
+    assert figures["T0/0"] == (put, put, broker, broker) and len(figures) > 1, figures
 
 
 def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_data_file():
@@ -230,13 +248,16 @@ def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_
     every unit the walk walks when the first one's queue offset is the store's write position after recover, or past
     it (more units lost: appended anyway, from the write position), and the others follow it; a write position past
     the first, gaps after it, no walked unit (the reput would append the earlier files' records past the max) or no
-    write position known: not predicted (one line); so a queue held below the walk's data file the walk walks no
-    record of (``DLedgerCrash.ext_unwalked``), one not held or held up to that file giving no answer."""
+    write position known: not predicted (one line).  A queue held below the walk's data file the walk walks no
+    record of (``DLedgerCrash.ext_unwalked``): the reput's units of it past the max appended; one with such a unit's
+    queue offset behind the write position: not predicted (one line); one not held or held up to that file, or a
+    reput not from an earlier data file: no answer."""
     import types
 
     import numpy as np
 
     from pipelines.verify.ext_reput import ext_reput_puts
+    from store_format.dledger_queue_track import KIND_CQ
 
     walk = np.array([[1100, 7], [1200, 8], [1300, 9]], np.int64)   # (end, queue offset)
 
@@ -256,9 +277,36 @@ def test_ext_reput_puts_gives_every_walked_unit_of_a_queue_held_below_the_walks_
         back, why = ext_reput_puts(c, 300, held, wrote)   # type: ignore[arg-type]
         assert back == {} and "not counted" in why["T0/0"] and "\n" not in why["T0/0"], (back, why)
     # a queue the reput walks records of before the walk's data file, none walked (DLedgerCrash.ext_unwalked): held
-    # below that file, its orphans not predicted (one line); not held, or held up to the walk's data file: no answer
-    for c, refused in ((crash(), {"T1/0"}), (crash(before=False), set())):
-        c.ext_unwalked = (("T1", 0, 4), ("T2", 0, 3), ("T3", 0, 2))
-        back, why = ext_reput_puts(c, 300, {**held, ("T1", 0): 500, ("T3", 0): 1000},   # type: ignore[arg-type]
-                                   {("T0", 0): 140})
-        assert back == {"T0/0": 3} and set(why) == refused and all("\n" not in w for w in why.values()), (back, why)
+    # below that file, its units past the max appended (held_reput_appends), where that is not modelled its orphans
+    # not predicted (one line); not held, or held up to the walk's data file: no answer
+    def rows(*units: tuple[int, int, int]) -> np.ndarray:   # (offset, end, queue offset) -> UNIT_COLUMNS rows
+        return np.array([(o, e, 0, k, KIND_CQ) for o, e, k in units], np.int64).reshape(-1, 5)
+    t1 = rows((310, 400, 5), (450, 500, 6), (520, 560, 7), (600, 650, 8))   # held up to 500: 2 past it
+    t4 = rows((310, 400, 5), (520, 560, 3))   # past the max, its queue offset behind the write position
+    for c, answer, refused in ((crash(), {"T1/0": 2}, {"T4/0"}), (crash(before=False), {}, set())):
+        c.ext_unwalked = (("T1", 0, 4, t1), ("T2", 0, 3, rows()), ("T3", 0, 2, rows()), ("T4", 0, 2, t4))
+        back, why = ext_reput_puts(c, 300, {**held, ("T1", 0): 500, ("T3", 0): 1000,   # type: ignore[arg-type]
+                                            ("T4", 0): 400}, {("T0", 0): 140, ("T1", 0): 140, ("T4", 0): 120})
+        assert back == {"T0/0": 3, **answer} and set(why) == refused and all("\n" not in w for w in why.values()), \
+            (back, why)
+
+
+def test_held_reput_appends_replays_the_put_rule_from_the_stores_max_and_write_position():
+    """``ConsumeQueue.putMessagePositionInfo`` on the reput's records of a queue held up to ``top`` (write position
+    ``wrote``): a unit ending at or below the max dropped; past it, appended at the write position with its queue
+    offset equal to it or ahead of it (each appended one moving the max to its end); -1 where a unit past the max has
+    a queue offset behind the write position or 0, rows not all own units, or fewer than the puts counted."""
+    import numpy as np
+
+    from store_format.dledger_crash_reput_before import held_reput_appends
+    from store_format.dledger_queue_track import KIND_CQ, KIND_LIGHT
+
+    def rows(*units: tuple[int, int, int], kind: int = KIND_CQ) -> np.ndarray:
+        return np.array([(o, e, 0, k, kind) for o, e, k in units], np.int64).reshape(-1, 5)
+    four = rows((100, 200, 10), (200, 300, 11), (300, 400, 12), (400, 500, 13))
+    for top, wrote, n in ((300, 12 * 20, 2), (500, 14 * 20, 0), (50, 10 * 20, 4), (50, 9 * 20, 4),
+                          (250, 11 * 20, 3)):   # equal, all at or below, all from the first, ahead by one
+        assert held_reput_appends(four, 4, top, wrote) == n, (top, wrote)
+    for units, own, top, wrote in ((four, 4, 300, 13 * 20), (rows((100, 200, 0)), 1, 50, 0), (four, 3, 300, 240),
+                                   (rows((100, 200, 10), kind=KIND_LIGHT), 1, 50, 200), (four, 4, 300, -1)):
+        assert held_reput_appends(units, own, top, wrote) == -1, (units, top, wrote)

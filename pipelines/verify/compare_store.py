@@ -388,7 +388,8 @@ def _predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared
         # (no cut or a walk ended early: the modelled ones, with the records the reput appends past that walk's end)
         ext_puts={f"{a.topic}/{a.queue_id}": a.before + a.count + a.past for a in crash.ext_again
                   if (crash.cut is not None and crash.walk_end < 0) or f"{a.topic}/{a.queue_id}" in ext_back}
-        | {f"{t}/{q}": n for t, q, n in crash.ext_unwalked if f"{t}/{q}" in ext_refused}   # held, not walked
+        | {f"{t}/{q}": n for t, q, n, _u in crash.ext_unwalked
+           if f"{t}/{q}" in ext_refused or f"{t}/{q}" in ext_back}   # held, not walked
         if crash is not None else None,
         # of those, the own units the reput puts back, from the plan (the rebuild stops at the committed position)
         ext_put_back=ext_back, ext_not_predicted=ext_refused, after_load={  # the queues after the walk and the cut

@@ -63,9 +63,11 @@ rule logs the jump and appends at the write position) and the others' one after 
 walks; the reput's units
 all dropped (each record ends at or below the walk's max), so the rest of ``before + count`` is orphaned; held up to
 anywhere else: not predicted.  A queue held below the walk's data file that the walk walks no record of, the reput
-walking some of it there (``DLedgerCrash.ext_unwalked``, no ``ExtAgain`` entry; ``-held-below-unwalked``): the reput
-puts an ext unit for each of those records (counted) and appends those ending past the max, which the plan does not
-place: its orphaned figure not predicted (one line).
+walking some of it there (``DLedgerCrash.ext_unwalked``, no ``ExtAgain`` entry, with those records' units;
+``-held-below-unwalked``): the reput puts an ext unit for each of those records (counted) and appends those ending
+past the max from the write position, their queue offsets equal to it or ahead of it (``-unwalked-ahead``), each
+pointing at its ext unit (:func:`store_format.dledger_crash_reput_before.held_reput_appends`), the rest of its puts
+orphaned; a unit past the max whose queue offset lies behind the write position or is 0: not predicted (one line).
 
 A walk its check ended early (``-damaged-again-layouts``: a record whose body CRC fails; the reput's check reads no
 CRC) with the reput from inside it, before that end (DLedger's committed position, where the rebuild stops): the
@@ -89,6 +91,7 @@ import numpy as np
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
 from store_format.dledger_crash import DLedgerCrash
 from store_format.dledger_crash_cut_reput import ExtAgain
+from store_format.dledger_crash_reput_before import held_reput_appends
 from store_format.layout import CQ_UNIT_SIZE
 
 __all__ = ["ext_reput_puts"]
@@ -151,8 +154,9 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
             walked_all = _again_past_early_walk(crash, rebuilt_to, held)
         else:
             walked_all = {}
-        return walked_all, {**{f"{a.topic}/{a.queue_id}": why for a in crash.ext_again
-                               if f"{a.topic}/{a.queue_id}" not in walked_all}, **_unwalked_held(crash, held)}
+        unwalked, not_placed = _unwalked_held(crash, held, wrote)
+        return {**walked_all, **unwalked}, {**{f"{a.topic}/{a.queue_id}": why for a in crash.ext_again
+                                               if f"{a.topic}/{a.queue_id}" not in walked_all}, **not_placed}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
     # the 5.5.1 cut left it no file (max -1) and the reput set inside an entry writes it anew (the rebuild's own
     # dispatch, StoreLocation.queue_reset): the plan's positions are the cut's, not those of that rewrite
@@ -206,19 +210,33 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     return back, refused
 
 
-def _unwalked_held(crash: DLedgerCrash, held: Mapping[tuple[str, int], int]) -> dict[str, str]:
+def _unwalked_held(crash: DLedgerCrash, held: Mapping[tuple[str, int], int], wrote: Mapping[tuple[str, int], int]
+                   ) -> tuple[dict[str, int], dict[str, str]]:
     """With no cut after a walk to the log's end and the reput from an earlier data file: the queues the store held
-    up to below the walk's data file (``held``: the max after ``ConsumeQueue.recover``) that the reput walks records
-    of there while the walk walks none (``DLedgerCrash.ext_unwalked``), with why their figures are not predicted:
-    ``putMessagePositionInfoWrapper`` puts an ext unit for each such record and ``putMessagePositionInfo`` appends
-    those ending past the max (``-held-below-unwalked``), which the plan does not place (its puts it counts:
-    ``pipelines.verify.compare_store``'s ``ext_puts``)."""
+    up to below the walk's data file (``held``: the max after ``ConsumeQueue.recover``; ``wrote``: the write position
+    then) that the reput walks records of there while the walk walks none (``DLedgerCrash.ext_unwalked``):
+    ``putMessagePositionInfoWrapper`` puts an ext unit for each such record (counted: ``pipelines.verify.
+    compare_store``'s ``ext_puts``) and ``putMessagePositionInfo`` appends those ending past the max, each pointing
+    at its ext unit (:func:`store_format.dledger_crash_reput_before.held_reput_appends`, from the plan's units of
+    those records): per queue that count, and the queues it does not model, with why (one line each)."""
     if crash.cut is not None or crash.walk_end >= 0 or not crash.before or crash.from_old_files:
-        return {}
-    return {f"{t}/{q}": (f"the store held it up to {held[(t, q)]}, below the walk's data file at "
-                         f"{crash.start_offset}, and the start's reput from {crash.reput_from} puts an ext unit for "
-                         "each of its records there and appends those past that max, which the plan does not place")
-            for t, q, _n in crash.ext_unwalked if 0 <= held.get((t, q), -1) < crash.start_offset}
+        return {}, {}
+    back: dict[str, int] = {}
+    refused: dict[str, str] = {}
+    for t, q, n, units in crash.ext_unwalked:
+        top = held.get((t, q), -1)
+        if not 0 <= top < crash.start_offset:
+            continue
+        appended = held_reput_appends(units, n, top, wrote.get((t, q), -1))
+        if appended >= 0:
+            back[f"{t}/{q}"] = appended
+        else:
+            refused[f"{t}/{q}"] = (f"the store held it up to {top}, below the walk's data file at "
+                                   f"{crash.start_offset}, and the start's reput from {crash.reput_from} puts an ext "
+                                   "unit for each of its records there and appends those past that max, where a "
+                                   "queue offset 0 or one behind the write position (or units the plan did not "
+                                   "read) leaves that count not modelled")
+    return back, refused
 
 
 def _held_walk_appends(a: ExtAgain, top: int, end: int, start: int = -1, wrote: int = -1) -> int:
