@@ -1,0 +1,158 @@
+"""A 5.5.1 start whose recovery dispatches records naming an empty queue again over topic ""'s files on disk
+(``consumequeue/<queueId>/<file>``, not loaded by the start: :mod:`store_format.empty_topic_restart`), on the store of
+tests/test_rocksdb_light_empty_broker.py's ``-light-empty-files`` scenario:
+
+* ``-later``: the queues kept (``keepQueues``), a clean start, the units of every record from put 5 on zeroed in each
+  queue on disk (``zeroQueueTail``) so that the queues' max physical offset is put 4's end and
+  ``CommitLog.recoverNormally`` dispatches only the records past it: of the empty names only the later ones, the
+  requests asking topic "" queue 1 for 9 (put 6) and queue 0 for 5 (put 10).  Each queue is opened afresh over its
+  file, and its first put fills the file from its start with blank units (``fillPreBlank``) over the earlier units
+  on disk.  Checked: ``verify`` of the store as the start found it (the prediction's topic "" queues and note).
+* ``-planted``: the queue folders deleted as usual, files planted in ``consumequeue/0/`` and ``consumequeue/1/``
+  (``plantFiles``; shorter than the queue's file size, and a second file of queue 1 that nothing opens), the record
+  of the third request damaged so that the recovery cuts before it: the recovery's dispatch writes the first two
+  requests' topic "" units over the planted bytes (queue 0's after ``fillPreBlank`` over them), the rest stays.
+  Checked: ``rebuild --as-restart`` of the store as the start found it, byte for byte.
+
+Each test first asserts what the broker wrote.
+"""
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import broker_harness as bh
+import numpy as np
+import pytest
+from broker_empty_request_held import planted_bytes
+from test_rocksdb_light_empty_broker import empty_name_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+LINE = "5.5.1"
+_FILES = next(sc for sc in empty_name_scenarios(LINE) if sc["name"].endswith("-files"))
+CQ_SIZE = 300_000 * 20   # mappedFileSizeConsumeQueue's default
+FIRST, NEXT = f"{0:020d}", f"{CQ_SIZE:020d}"
+PLANTED = {f"consumequeue/0/{FIRST}": planted_bytes(200, 1), f"consumequeue/1/{FIRST}": planted_bytes(60, 2),
+           f"consumequeue/1/{NEXT}": planted_bytes(40, 3)}
+# puts: message 0, then (plain, request) pairs, then a last plain one; per queue, its units of the records from put 5
+# on (the messages' queues as the broker's files show them), x/0's six blanks before its unit too (a blank unit ends at
+# 2147483647: ConsumeQueue.recover would take that as the queue's max physical offset)
+LATER = (("T0/0", 3), ("T0/1", 2), ("T1/0", 1), ("T1/1", 1), ("x/0", 7), ("%LMQ%a/1", 1))
+_SCENARIOS = [{**_FILES, "name": f"{_FILES['name']}-later", "keepQueues": True, "keepBefore": True,
+               "zeroQueueTail": [{"path": f"consumequeue/{q}", "units": n, "unitSize": 20} for q, n in LATER]},
+              {**_FILES, "name": f"{_FILES['name']}-planted", "damageMessage": 6,
+               "plantFiles": {rel: base64.b64encode(b).decode() for rel, b in PLANTED.items()}}]
+SCENARIOS = {LINE: _SCENARIOS}
+LATER_NAME, PLANTED_NAME = (sc["name"] for sc in _SCENARIOS)
+_RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "file queue store(s) whose start reopens topic \"\" files", threads=1)
+
+
+@pytest.fixture
+def written(request) -> dict:
+    """The scenario as the broker's restart found it (``before/``) and left it (``expected/``), with our ``verify``
+    (queues kept) or ``rebuild --as-restart`` (queues deleted) of ``before/``."""
+    bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
+    return _RUNS[request.node.callspec.params["name"]]
+
+
+_UNIT = np.dtype([("commitlogOffset", ">i8"), ("size", ">i4"), ("tagsCode", ">i8")])
+
+
+def _slots(path: Path) -> list[tuple[int, int]]:
+    """A consume queue file's units up to its last non-zero one: (commitlog offset, size) each."""
+    data = path.read_bytes()
+    u = np.frombuffer(data[:len(data) - len(data) % 20], dtype=_UNIT)
+    used = np.flatnonzero((u["commitlogOffset"] != 0) | (u["size"] != 0) | (u["tagsCode"] != 0))
+    u = u[:int(used[-1]) + 1] if len(used) else u[:0]
+    return list(zip(u["commitlogOffset"].tolist(), u["size"].tolist()))
+
+
+def _units(path: Path) -> dict[int, int]:
+    """A consume queue file's message units: slot -> commitlog offset (blank and zeroed ones left out)."""
+    u = np.frombuffer((b := path.read_bytes())[:len(b) - len(b) % 20], dtype=_UNIT)
+    at = np.flatnonzero((u["size"] != 0) & (u["size"] != 0x7FFFFFFF))
+    return dict(zip(at.tolist(), u["commitlogOffset"][at].tolist()))
+
+
+def broker_topic_empty(d: Path, written: dict) -> tuple[dict[int, tuple[int, int]], int]:
+    """What the broker's start did to topic ""'s files, from its own output: per queue id (a folder
+    ``consumequeue/<queueId>/`` holding files before the start) the units it put (message units of ``expected/``
+    below the queue's max offset after the reput, ``queuesAfterDispatch["/<queueId>"]``) and the units of ``before/``
+    no longer there; and how many of those files differ after the start."""
+    before, after = d / "before" / "consumequeue", d / "expected" / "consumequeue"
+    out, changed = {}, 0
+    for folder in sorted(p for p in before.iterdir() if p.name.isdigit()):
+        qid = int(folder.name)
+        top = written["queuesAfterDispatch"].get(f"/{qid}", {}).get("maxOffset", 0)
+        put = lost = 0
+        for f in sorted(folder.iterdir()):
+            was, now = _units(f), _units(after / folder.name / f.name)
+            put += sum(1 for at in now if int(f.name) + 20 * at < top)
+            lost += len(set(was.values()) - set(now.values()))
+            changed += f.read_bytes() != (after / folder.name / f.name).read_bytes()
+        out[qid] = (put, lost)
+    return out, changed
+
+
+def _requests(d: Path) -> list[int]:
+    """The requests' records' offsets (put order: message 0, then (plain, request) pairs), walking the commitlog's
+    records by their totalSize (one file)."""
+    data = (d / "before" / "commitlog" / FIRST).read_bytes()
+    at, puts = 0, []
+    while at + 8 <= len(data) and int.from_bytes(data[at + 4:at + 8], "big") == 0xDAA320A7:
+        puts.append(at)
+        at += int.from_bytes(data[at:at + 4], "big")
+    assert len(puts) == len(_FILES["messages"]), puts
+    return puts[2:11:2]
+
+
+@pytest.mark.parametrize("name", [LATER_NAME])
+def test_a_start_dispatching_the_later_requests_blanks_the_earlier_units(written, name):
+    """``-later``, what the broker wrote: the queues' max after the load is put 4's end, the start put topic "" queue
+    1 the request asking for 9 at 9 after nine blank units (over queue 1's two units on disk: the first request's at
+    0, put 6's own at 1) and queue 0 the request asking for 5 at 5 after five blanks (over put 4's unit at 4).  Then
+    ``verify`` of ``before/``: its prediction lists topic "" queues 0 and 1 with the units the broker put and the
+    units on disk it overwrote, and its note line says both files then differ from the store's."""
+    d, w = Path(written["scenario"]["dir"]), written["written"]
+    at = _requests(d)
+    cq, was = d / "expected" / "consumequeue", d / "before" / "consumequeue"
+    blank = (0, 0x7FFFFFFF)
+    assert _slots(was / "1" / FIRST)[:2] == [(at[0], 714), (at[2], 632)], _slots(was / "1" / FIRST)
+    assert _slots(cq / "1" / FIRST) == [blank] * 9 + [(at[2], 632)], _slots(cq / "1" / FIRST)
+    assert [u[0] for u in _slots(was / "0" / FIRST)[4:]] == [at[1], at[4]]
+    assert _slots(cq / "0" / FIRST)[:5] == [blank] * 5 and _slots(cq / "0" / FIRST)[5][0] == at[4]
+    assert {q: s["maxOffset"] for q, s in w["queuesAfterDispatch"].items() if q.startswith("/")} == \
+        {"/0": 120, "/1": 200}
+    truth, changed = broker_topic_empty(d, w)
+    assert truth == {0: (1, 1), 1: (1, 1)} and changed == 2, (truth, changed)
+    v = written["verify"]
+    assert v["report"] is not None and v["code"] in (0, 1), v["stderr"]
+    restart = v["report"]["restart"]
+    ours = {int(q["queue"][1:]): (q["units_dispatched_again"], q["units_lost"]) for q in restart["queues"]
+            if q["queue"].startswith("/")}
+    assert ours == truth, restart["queues"]
+    notes = [n for n in restart["notes"] if n.startswith('topic "" queues')]
+    assert len(notes) == 1 and "reopens queue(s) 0, 1" in notes[0] and f"{changed} file(s) then differing" in notes[0]
+
+
+@pytest.mark.parametrize("name", [PLANTED_NAME])
+def test_as_restart_writes_the_start_s_units_over_planted_files(written, name):
+    """``-planted``, what the broker wrote: topic "" queue 1's file holds the first request's unit at 0 and the
+    planted bytes after it, queue 0's four blank units and put 4's unit at 4 over the planted bytes, the rest of them
+    after; both grown to the queue's file size with zeros; queue 1's second file (nothing opened it) as planted.
+    Then ``rebuild --as-restart`` of ``before/``: every consume queue and index file the broker's, byte for byte."""
+    d = Path(written["scenario"]["dir"])
+    at = _requests(d)
+    cq = d / "expected" / "consumequeue"
+    q0, q1 = (cq / "0" / FIRST).read_bytes(), (cq / "1" / FIRST).read_bytes()
+    assert len(q0) == len(q1) == CQ_SIZE
+    assert _slots(cq / "0" / FIRST)[:5] == [(0, 0x7FFFFFFF)] * 4 + [(at[1], 503)], _slots(cq / "0" / FIRST)[:6]
+    assert q0[100:200] == PLANTED[f"consumequeue/0/{FIRST}"][100:] and not q0[200:].strip(b"\0")
+    assert int.from_bytes(q1[:8], "big") == at[0] and q1[20:60] == PLANTED[f"consumequeue/1/{FIRST}"][20:]
+    assert not q1[60:].strip(b"\0")
+    assert (cq / "1" / NEXT).read_bytes() == PLANTED[f"consumequeue/1/{NEXT}"]
+    bh.restart_files_are_the_broker_s(written)
