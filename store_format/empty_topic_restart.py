@@ -2,7 +2,8 @@
 empty queue, ``ConsumeQueue.multiDispatchLmqQueue``) across a broker start: what the start leaves of the files it
 finds there, and what its dispatch writes over them.
 
-Mirrors rocketmq-store 5.5.1 ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.findConsumeQueue``
+Mirrors rocketmq-store 5.5.1 (rocketmq-all-4.9.8: ``DefaultMessageStore.loadConsumeQueue``, the same rules)
+``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.findConsumeQueue``
 (``ConsumeQueueStore.findOrCreateConsumeQueue``), ``ConsumeQueue.putMessagePositionInfo`` / ``fillPreBlank``,
 ``ConsumeQueue.truncateDirtyLogicFiles``, ``MappedFileQueue.getLastMappedFile`` (``isFirstCreateInQueue``) and
 ``DefaultMappedFile.init``.
@@ -25,10 +26,14 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultM
   afterwards (the start's reput begins at the commitlog's end).  A start that dispatches such a record again later
   (a second reput, ``recheckReputOffsetFromCq``) puts after a write position that walk may have moved past the
   written bytes over the store's own: not modelled (:func:`restart_refusal`).
+* 4.9.8: ``recoverNormally`` dispatches nothing, the start's reput from the loaded queues' max physical offset on (that
+  record included) reopens the queue the same way; after ``recoverAbnormally``'s walk that reput dispatches again
+  the records from the queues' max on, which ``pipelines.verify.topic_empty`` refuses where one names an empty queue.
 
-Checked against the 5.5.1 broker: tests/test_light_empty_restart_broker.py (kept files, a cut, a crash walk that
-dispatches every such record again) and tests/test_light_empty_reopen_broker.py (a start dispatching only the later
-ones: ``fillPreBlank`` over the earlier units; files planted before a start over deleted queue folders).
+Checked against the 5.5.1 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a cut, a
+crash walk that dispatches every such record again) and tests/test_light_empty_reopen_broker.py (a start dispatching
+only the later ones: ``fillPreBlank`` over the earlier units; files planted before a start over deleted queue folders;
+4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too).
 """
 from __future__ import annotations
 
@@ -87,13 +92,13 @@ def over_held(held: bytes | None, written: bytes, size: int) -> bytes:
 
 def restart_refusal(config: BrokerConfig) -> str:
     """Why a restart over empty-name records on file consume queues is not predicted (empty: it is): only the 5.5
-    line's file store (the brokers checked, 5.5.1) without a second reput (``recheckReputOffsetFromCq``) and not over
-    a DLedger commitlog is."""
-    if config.brokerVersion != "5.5":
-        why = f"on the {'4.9.x' if config.brokerVersion == '4' else '5.0-5.3'} line (checked on 5.5.1 only)"
+    and 4.9 lines' file stores (the brokers checked, 5.5.1 and 4.9.8) not over a DLedger commitlog, on 5.5 without a
+    second reput (``recheckReputOffsetFromCq``), are."""
+    if config.brokerVersion not in ("5.5", "4"):
+        why = "on the 5.0-5.3 line (checked on 5.5.1 and 4.9.8 only)"
     elif config.enableDLegerCommitLog:
         why = "over a DLedger commitlog"
-    elif config.recheckReputOffsetFromCq:
+    elif config.is_5x and config.recheckReputOffsetFromCq:
         why = "with recheckReputOffsetFromCq=true (its second reput puts after what the recovery's walk read there)"
     else:
         return ""

@@ -51,10 +51,18 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
                            "commitlog's end stay); a recovery walk or reput that dispatches such a record again "
                            f"reopens them (not modelled {why.rsplit('not modelled ', 1)[-1]})")
         return
-    # the records the recovery dispatches: recoverAbnormally's walk all of them, recoverNormally's those past the
-    # queues' max physical offset (5.5.1: the reput then starts at the commitlog's end)
-    above = -1 if abnormal else p.reput_from
+    # the records dispatched: recoverAbnormally's walk all of them; on 5.5 recoverNormally's those past the queues'
+    # max physical offset (the reput then starts at the commitlog's end), on 4.9 the reput's from that max on
+    above = -1 if abnormal else p.reput_from if config.is_5x else p.reput_from - 1
     units, sizes = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, above)
+    if abnormal and not config.is_5x and p.reput_from < p.commitlog_end:   # 4.9: the reput from the queues' max
+        again, _ = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, p.reput_from - 1)
+        if again:
+            p.notes.append(f'topic "" queues {", ".join(sorted({str(q) for _, q, _ in again}))} not predicted past '
+                           "the load: after recoverAbnormally's walk the reput dispatches their records again from "
+                           f"{p.reput_from}, onto a queue whose write position truncateDirtyLogicFiles set from the "
+                           "bytes on disk past the walk's (not modelled)")
+            return
     written = reopened_files(units, sizes, config.cq_file_size)
     held: dict[int, dict[int, bytes]] = {}
     for rel in files:
