@@ -188,7 +188,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     _explain_recovery(restart, st, config, dledger=dledger, crash=crash, recovery=recovery, abnormal=abnormal,
                       led=led)
     # topic ""'s files (consumequeue/<queueId>/<name>): what the start does with them, or that it is not predicted
-    predict_topic_empty(st, config, c.store_cq, restart, recovery=recovery, abnormal=abnormal)
+    predict_topic_empty(st, config, c.store_cq, restart, recovery=recovery, abnormal=abnormal,
+                        rebuilt=any(len(r.path.split("/")) == 2 for r in c.cq_results))
     return c.report(st, config, ref_root, summary, restart)
 
 

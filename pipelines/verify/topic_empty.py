@@ -35,14 +35,15 @@ def _units(data: bytes) -> set[int]:
 
 
 def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[str, Any], p: RestartPrediction, *,
-                        recovery: Any, abnormal: bool) -> None:
-    """Topic ""'s queues at the start ``p`` predicts (the store's files ``store_cq``, relative to ``consumequeue/``):
+                        recovery: Any, abnormal: bool, rebuilt: bool = True) -> None:
+    """Topic ""'s queues at the start ``p`` predicts (the store's files ``store_cq``, relative to ``consumequeue/``;
+    ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for):
     each queue the recovery's dispatch reopens (a :class:`QueueRestart` ``/<queueId>``: units put, units on disk
     overwritten, in ``p``'s totals too) and a note line; where the start is not modelled
     (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
     why = restart_refusal(config) if recovery is not None else "over a DLedger commitlog"
-    if why or not files and recovery is None:
+    if why or not files and not rebuilt:
         if files:
             queues = sorted({int(f.split("/", 1)[0]) for f in files})
             p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} '
