@@ -26,6 +26,7 @@ from store_format.concurrent_reput import (
     stop_detail,
 )
 from store_format.config import BrokerConfig
+from store_format.consumequeue import cq_file_name, cq_queue_folder
 from store_format.empty_request_held import HELD_FOLDERS
 from store_format.errors import StoreLayoutError, UnsupportedConfigError
 from store_format.recovery import dispatch_config
@@ -42,7 +43,7 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
-from .restart import DLedgerRestart, Restart, inside_blanks, led_dledger_store
+from .restart import DLedgerRestart, Restart, inside_blanks, led_dledger_store, topic_empty_over_held
 from .restart import as_restart as restart_view
 from .restart_cut import apply_cut
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
@@ -298,16 +299,24 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                             extra_units=empty_request_units(config, stops))
         # blanks' empty requests: topic "", queue 0 (--as-restart: over the files the store holds there, which it
         # keeps whatever the restart dispatches)
-        queue_0 = []   # its consume queue files' rows, as any other's (the printed figures, the tables' inventory)
+        requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + inside_blanks(recovery)
+        topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
+        if requests and any(qid == 0 for qid, _ in topic_empty):
+            raise UnsupportedConfigError(
+                "blanks' empty requests and a multi-dispatch request naming an empty queue both put units into topic "
+                "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt")
+        # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
+        queue_0 = [("", qid, start) for qid, start in topic_empty_over_held(
+            st, staged.staging_uri, topic_empty, staged.read_staged, config.cq_file_size, recovery, bool(requests))] \
+            if as_restart and not config.rocksdb_cq else []
+        done = {f"{cq_queue_folder('', qid)}/{cq_file_name(start)}" for _, qid, start in queue_0}
         for rel, pieces in empty_request_files(config, stops, st if as_restart else None, inside_blanks(recovery)):
+            if rel in done:   # no request (refused above): a held file of queue 0, written over or kept already
+                continue
             write_file(staged.staging_uri, rel, pieces)
             folder, name = rel.rsplit("/", 1)
             if folder == HELD_FOLDERS[0] and name.isdigit():
                 queue_0.append(("", 0, int(name)))
-        if queue_0 and any(r["topic"] == "" and r["queue_id"] == 0 for r in built.cq_files):
-            raise UnsupportedConfigError(
-                "blanks' empty requests and a multi-dispatch request naming an empty queue both put units into topic "
-                "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt")
         if queue_0:
             built.rows_from_bytes(staged, queue_0, config)
         for line in rocksdb_warnings:

@@ -8,13 +8,14 @@ import pyarrow.fs as pafs
 from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
-from store_format.consumequeue import cq_file_name
+from store_format.consumequeue import cq_file_name, cq_queue_folder
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_inside_units import Placed
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.dledger_rocksdb_restart import RocksDLedgerRestart, plan_rocksdb_dledger_restart
 from store_format.empty_request_held import HELD_FOLDERS
-from store_format.errors import StoreError
+from store_format.empty_topic_restart import held_topic_empty_files, is_topic_empty_file, over_held, written_prefix
+from store_format.errors import StoreError, UnsupportedConfigError
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
 from store_format.store import (
     Segment,
@@ -27,7 +28,7 @@ from store_format.store import (
 
 from .anomalies import at_offset
 
-__all__ = ["as_restart", "inside_blanks", "led_dledger_store", "Restart", "DLedgerRestart"]
+__all__ = ["as_restart", "inside_blanks", "led_dledger_store", "topic_empty_over_held", "Restart", "DLedgerRestart"]
 
 @dataclasses.dataclass
 class Restart:
@@ -445,8 +446,8 @@ def _walk_then_reput(st: StoreLocation, plan: RecoveryPlan, reput: list[Segment]
 
 def _held_queue_files(st: StoreLocation) -> list[str]:
     """The consume queue, ext, batch consume queue and index files ``st`` holds (relative paths, sorted), but for
-    topic "" queue 0's (files right in ``consumequeue/0/`` and ``consumequeue_ext/0/``: the folders the broker
-    loads as topic "0", which ``store_format.empty_request_held`` models)."""
+    topic ""'s (files right in ``consumequeue/<queueId>/`` and ``consumequeue_ext/0/``: folders the broker loads as
+    topic "<queueId>", which ``store_format.empty_request_held`` and ``store_format.empty_topic_restart`` model)."""
     out = []
     for folder in ("consumequeue", "consumequeue_ext", BCQ_DIR, "index"):
         infos = st.fs.get_file_info(pafs.FileSelector(f"{st.root}/{folder}", allow_not_found=True, recursive=True))
@@ -454,7 +455,45 @@ def _held_queue_files(st: StoreLocation) -> list[str]:
             if info.type != pafs.FileType.File:
                 continue
             rel = info.path[len(st.root) + 1:]
-            if rel.count("/") == 2 and rel.rsplit("/", 1)[0] in HELD_FOLDERS:
+            if rel.count("/") == 2 and (rel.rsplit("/", 1)[0] in HELD_FOLDERS
+                                        or folder == "consumequeue" and is_topic_empty_file(rel.split("/", 1)[1])):
                 continue
             out.append(rel)
     return sorted(out)
+
+
+def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: list[tuple[int, int]],
+                          read_staged, file_size: int, recovery: object,  # noqa: ANN001
+                          requests: bool = False) -> list[tuple[int, int]]:
+    """``--as-restart`` over a store holding topic ""'s files (``consumequeue/<queueId>/<name>``, which the start does
+    not load: :mod:`store_format.empty_topic_restart`): each file the restart's dispatch writes (``built_topic_empty``:
+    the rebuild's topic "" files, (queue id, file start), written by a new queue's put rule into ``staging``) written
+    again as its bytes over the store's (:func:`~store_format.empty_topic_restart.over_held`), every other such file
+    of the store copied as it is; the (queue id, file start) of each file written.  A second reput (``RecoveryPlan.
+    restart_reput_from``) over such held files is refused in one line (what the recovery's ``truncateDirtyLogicFiles``
+    reads past the written bytes sets where it puts).  ``requests``: blanks' empty requests write topic "" queue 0
+    (``store_format.empty_request_held``, which then keeps or writes over ``consumequeue/0/``'s files)."""
+    from .build import write_file
+
+    held = {rel: data for rel, data in held_topic_empty_files(st).items()
+            if not (requests and rel.rsplit("/", 1)[0] == HELD_FOLDERS[0])}
+    if not held:
+        return []
+    if isinstance(recovery, Restart) and recovery.plan.restart_reput_from >= 0 and built_topic_empty:
+        raise UnsupportedConfigError(
+            f"{st.uri}: --as-restart: the store holds topic \"\"'s files (consumequeue/<queueId>/, multi-dispatch "
+            "requests naming an empty queue) and the start's second reput dispatches such records again after the "
+            "recovery: not modelled; rebuild without --as-restart")
+    out = []
+    for qid, start in built_topic_empty:
+        rel = f"{cq_queue_folder('', qid)}/{cq_file_name(start)}"
+        if rel in held:
+            data = read_staged(rel)
+            write_file(staging, rel, [over_held(held.pop(rel), data[:written_prefix(data)], file_size)])
+            out.append((qid, start))
+    for rel, data in held.items():
+        write_file(staging, rel, [data])
+        folder, name = rel.split("/")[1:]
+        if name.isdigit():
+            out.append((int(folder), int(name)))
+    return out

@@ -18,9 +18,9 @@ from store_format import commitlog as cl
 from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import inner_batch_fields
 from store_format.config import BrokerConfig
-from store_format.consumequeue import empty_light_names_on_restart
 from store_format.crc import body_crc_spans
 from store_format.dispatch import QueueUnits, fix_malformed_text, queue_units, stable_order
+from store_format.empty_topic_restart import empty_light_names_on_restart
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.restart_reput import unindex_below
 from store_format.rocksdb_cq import (
@@ -280,7 +280,7 @@ def scan_split_work(work_uri: str, split: Split, sync: int, entering: cl.WalkSta
     why = "" if res is None or not config.rocksdb_cq else light_units_unmodelled(res)
     if why:   # refused by the driver when the split lies on the reput's path (pipelines.stages.scan_and_chain)
         summary["light_unmodelled"] = why
-    why = "" if res is None or config.rocksdb_cq else empty_light_names_on_restart(res)
+    why = "" if res is None or config.rocksdb_cq else empty_light_names_on_restart(res, config)
     if why:   # refused by the driver for a restart's walk (pipelines.stages.scan_and_chain, restart=True)
         summary["light_unmodelled_on_restart"] = why
     return summary

@@ -144,7 +144,8 @@ def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain, restart: boo
     """A light unit on the reput's path that is not rebuilt: on a RocksDB consume queue one whose fate
     ``RocksDBConsumeQueueStore.dispatchLMQ`` leaves to the broker's thread timing
     (:func:`store_format.rocksdb_cq.light_units_unmodelled`), on file queues, for a restart's walk (``restart``),
-    one of an empty queue name (:func:`store_format.consumequeue.empty_light_names_on_restart`): refused."""
+    one of an empty queue name where its restart is not modelled
+    (:func:`store_format.empty_topic_restart.empty_light_names_on_restart`): refused."""
     for e in chain.entries:
         why = e.summary.get("light_unmodelled") or (e.summary.get("light_unmodelled_on_restart") if restart else None)
         if why:

@@ -21,11 +21,9 @@ import numba
 import numpy as np
 
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
-from .walkresult import L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
 __all__ = ["QueueTable", "Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states",
-           "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue", "cq_queue_folder",
-           "empty_light_names_on_restart", "empty_topic_queues_on_start"]
+           "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue", "cq_queue_folder"]
 
 NOT_STARTED = np.iinfo(np.int64).min
 
@@ -179,34 +177,3 @@ def cq_queue_folder(topic: str, queue_id: int) -> str:
     empty name, a blank's empty request) ``consumequeue/<queueId>``, the empty name collapsing to nothing between
     the separators, so its files lie where a topic's queue folders would."""
     return f"consumequeue/{topic}/{queue_id}" if topic else f"consumequeue/{queue_id}"
-
-
-def empty_topic_queues_on_start(files: list[str]) -> str:
-    """What a broker start does with topic ""'s queue files (``files``: ``<queueId>/<name>`` below ``consumequeue/``,
-    :func:`cq_queue_folder`), one line (empty: no such file).  ``loadConsumeQueue`` (4.9.8 ``DefaultMessageStore``,
-    5.x ``ConsumeQueueStore.loadConsumeQueues``) reads folder ``<queueId>`` as topic "<queueId>" and each file name
-    there as its queue id: topic "" is not loaded, so ``recover`` and ``truncateDirtyLogicFiles`` leave its files as
-    they are (units past the commitlog's end too), and topic "<queueId>"'s queue (``consumequeue/<queueId>/<id>``,
-    a folder that does not exist) loads empty and writes nothing.  A recovery walk (``CommitLog.recoverAbnormally``)
-    or reput that dispatches such a record again opens a new ``ConsumeQueue`` of topic "" over the existing file
-    (``findOrCreateConsumeQueue``: ``MappedFile`` at write position 0, ``fillPreBlank`` when the unit is not its
-    first): not modelled (a 5.5.1 crash whose walk dispatched every such record again wrote the same bytes back)."""
-    queues = sorted({int(f.split("/", 1)[0]) for f in files})
-    if not queues:
-        return ""
-    return (f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} file(s)) not '
-            'predicted past the load: a start loads those folders as topics "<queueId>" (empty, nothing written), '
-            'not as topic "", so no recovery cuts them (units past the commitlog\'s end stay); a recovery walk or '
-            "reput that dispatches such a record again reopens them (not modelled)")
-
-
-def empty_light_names_on_restart(res: WalkResult) -> str:
-    """Why a restart's walk (``--as-restart``) is not predicted when its records put units under an empty light
-    queue name (``LMQ_EMPTY_NAME``; empty: none): ``rebuild`` writes them (topic "", :func:`cq_queue_folder`), but a
-    start loads ``consumequeue/<queueId>/`` as topic "<queueId>" (``loadConsumeQueue``: each file name there read as
-    a queue id), not as topic "", and what its reput then does over those files is not modelled."""
-    if (res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME).any():
-        return ("a multi-dispatch request there names an empty queue, whose files (consumequeue/<queueId>/, topic \"\" "
-                "of ConsumeQueue.multiDispatchLmqQueue) a broker start loads as topic \"<queueId>\": a restart over "
-                "them is not modelled (rebuild without --as-restart writes them)")
-    return ""

@@ -31,6 +31,7 @@ import pyarrow.fs as pafs
 from .config import BrokerConfig
 from .consumequeue import cq_file_name
 from .consumequeue_ext import build_ext_file, ext_addresses, ext_file_name, ext_units_per_file
+from .empty_topic_restart import over_held
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
@@ -61,9 +62,7 @@ def empty_request_queue_files(config: BrokerConfig, count: int,
     for rel, held in _held(store, set(written)):
         if rel in written:
             data, size = written.pop(rel)
-            merged = bytearray(held) + bytes(max(0, size - len(held)))
-            merged[:len(data)] = data
-            out.append((rel, [bytes(merged)]))
+            out.append((rel, [over_held(held, data, size)]))
         else:
             out.append((rel, [held]))
     return out + [(rel, [data, size - len(data)]) for rel, (data, size) in written.items()]

@@ -9,9 +9,11 @@ that ``CommitLog.recoverAbnormally``'s walk dispatches records again, the empty-
 
 ``ConsumeQueueStore.loadConsumeQueues`` reads ``consumequeue/<queueId>/`` as topic "<queueId>" and each file name
 there as its queue id, so topic "" is not loaded: what the broker wrote first (its topic "" files as the start found
-them, untouched; the own queues cut), then what ``verify`` says of the start: one line that topic "" is not predicted
-past the load (:func:`store_format.consumequeue.empty_topic_queues_on_start`), no queue of topic "<queueId>" in the
-prediction, the topic "" files compared as files (no queue "0/..." or "1/..." counted).
+them, untouched; the own queues cut), then what ``verify`` says of the start: per topic "" queue the units its
+recovery's dispatch puts again and the units on disk it overwrites (:mod:`pipelines.verify.topic_empty`), as the
+broker's own files show them, and one note line, no queue of topic "<queueId>" in the prediction, the topic "" files
+compared as files (no queue "0/..." or "1/..." counted).  A start dispatching only the later ones, and
+``--as-restart`` over such files: tests/test_light_empty_reopen_broker.py.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from test_light_empty_reopen_broker import broker_topic_empty
 from test_rocksdb_light_empty_broker import _file_units, empty_name_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
@@ -86,20 +89,30 @@ def test_the_start_leaves_topic_empty_files_as_it_found_them(written, name):
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_verify_says_topic_empty_is_not_predicted_and_counts_no_topic_queue_id(written, name):
-    """``verify`` of the store as the start found it: the prediction says in one note line that topic "" (queues 0
-    and 1) is not predicted past the load, lists no queue of a topic "0" or "1", and compares the topic "" files as
-    the two files they are (none of them counted in a queue of topic "<queueId>")."""
+def test_verify_predicts_topic_empty_as_the_broker_s_start_left_it(written, name):
+    """``verify`` of the store as the start found it: per topic "" queue the units the recovery's dispatch puts again
+    and the units on disk it overwrites, as the broker's files before and after the start give them (``-crash``: two
+    units of each queue put again, the same bytes; else none: no queue listed), one note line naming queues 0 and 1
+    and how many of their files then differ (none), no queue of a topic "0" or "1", and the topic "" files compared
+    as the two files they are (none of them counted in a queue of topic "<queueId>")."""
+    d = Path(written["scenario"]["dir"])
+    truth, changed = broker_topic_empty(d, written["written"])
+    assert truth == ({0: (2, 0), 1: (2, 0)} if name.endswith("-crash") else {0: (0, 0), 1: (0, 0)}) \
+        and changed == 0, (truth, changed)
     v = written["verify"]
     assert v["report"] is not None and v["code"] in (0, 1), v["stderr"]
     report = v["report"]
     restart = report["restart"]
     assert restart is not None, report["restart_note"]
+    ours = {int(q["queue"][1:]): (q["units_dispatched_again"], q["units_lost"]) for q in restart["queues"]
+            if q["queue"].startswith("/")}
+    assert ours == {q: t for q, t in truth.items() if t != (0, 0)}, restart["queues"]
     notes = [n for n in restart["notes"] if n.startswith('topic "" queues')]
-    assert len(notes) == 1 and "queues 0, 1 " in notes[0] and "not predicted" in notes[0], restart["notes"]
+    assert len(notes) == 1 and notes[0].startswith('topic "" queues 0, 1 ') and "not predicted" not in notes[0] \
+        and ("0 file(s) then differing" if name.endswith("-crash") else "stay byte for byte") in notes[0], notes
     assert not [q["queue"] for q in restart["queues"] if q["queue"].split("/")[0] in ("0", "1")], restart["queues"]
     c = report["counts"]["consume_queue"]
-    d = Path(written["scenario"]["dir"]) / "before" / "consumequeue"
-    assert sum(c.values()) == sum(1 for p in d.rglob("*") if p.is_file()), c
+    cq = d / "before" / "consumequeue"
+    assert sum(c.values()) == sum(1 for p in cq.rglob("*") if p.is_file()), c
     odd = [r["path"] for r in report["consume_queue"] if r["path"].split("/")[0] in ("0", "1")]
     assert all(len(p.split("/")) == 2 for p in odd), odd

@@ -22,7 +22,6 @@ import pyarrow.fs as pafs
 
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
-from store_format.consumequeue import empty_topic_queues_on_start
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.dledger_recovery import recover_dledger
 from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
@@ -40,6 +39,7 @@ from .ext_reput import ext_reput_puts
 from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, RestartPrediction, VerifyReport
 from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, queue_files, read_all
+from .topic_empty import predict_topic_empty
 
 log = logging.getLogger(__name__)
 
@@ -188,10 +188,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     _explain_recovery(restart, st, config, dledger=dledger, crash=crash, recovery=recovery, abnormal=abnormal,
                       led=led)
     # topic ""'s files (consumequeue/<queueId>/<name>): what the start does with them, or that it is not predicted
-    why = empty_topic_queues_on_start([rel for rel in c.store_cq if len(rel.split("/")) == 2
-                                       and rel.split("/")[0].lstrip("-").isdigit()])
-    if why:
-        restart.notes.append(why)
+    predict_topic_empty(st, config, c.store_cq, restart, recovery=recovery, abnormal=abnormal,
+                        rebuilt=any(len(r.path.split("/")) == 2 for r in c.cq_results))
     return c.report(st, config, ref_root, summary, restart)
 
 

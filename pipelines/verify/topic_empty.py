@@ -1,0 +1,103 @@
+"""``verify``'s next start on topic ""'s files (``consumequeue/<queueId>/<name>``: multi-dispatch requests naming an
+empty queue, ``ConsumeQueue.multiDispatchLmqQueue``), which ``ConsumeQueueStore.loadConsumeQueues`` does not load
+(it reads those folders as topics "<queueId>", empty): the recovery's dispatch (``CommitLog.recoverNormally`` past
+the queues' max physical offset, ``recoverAbnormally``'s walk) reopens a queue of them afresh over its files when it
+hands it such a record (:mod:`store_format.empty_topic_restart`), and nothing cuts them.  Per such queue the
+prediction lists the units that dispatch puts and the units on disk it overwrites (``fillPreBlank`` over earlier
+units), and one note line says which files the start rewrites; where that start is not modelled the note says so."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from store_format.config import BrokerConfig
+from store_format.consumequeue import cq_file_name
+from store_format.empty_topic_restart import (
+    empty_name_units,
+    is_topic_empty_file,
+    over_held,
+    reopened_files,
+    restart_refusal,
+)
+from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
+from store_format.store import StoreLocation
+
+from .report import QueueRestart, RestartPrediction
+from .storefiles import CQ_DIR, read_all
+
+
+def _units(data: bytes) -> set[int]:
+    """The commitlog offsets of a consume queue file's message units (blank and zeroed ones left out)."""
+    u = np.frombuffer(data[:len(data) - len(data) % CQ_UNIT_DTYPE.itemsize], dtype=CQ_UNIT_DTYPE)
+    size = u["size"].astype(np.int64)
+    return set(u["commitlogOffset"][(size > 0) & (size != CQ_BLANK_SIZE)].astype(np.int64).tolist())
+
+
+def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[str, Any], p: RestartPrediction, *,
+                        recovery: Any, abnormal: bool, rebuilt: bool = True) -> None:
+    """Topic ""'s queues at the start ``p`` predicts (the store's files ``store_cq``, relative to ``consumequeue/``;
+    ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for):
+    each queue the recovery's dispatch reopens (a :class:`QueueRestart` ``/<queueId>``: units put, units on disk
+    overwritten, in ``p``'s totals too) and a note line; where the start is not modelled
+    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
+    files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
+    why = restart_refusal(config) if recovery is not None else "over a DLedger commitlog"
+    if why or not files and not rebuilt:
+        if files:
+            queues = sorted({int(f.split("/", 1)[0]) for f in files})
+            p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} '
+                           'file(s)) not predicted past the load: a start loads those folders as topics "<queueId>" '
+                           '(empty, nothing written), not as topic "", so no recovery cuts them (units past the '
+                           "commitlog's end stay); a recovery walk or reput that dispatches such a record again "
+                           f"reopens them (not modelled {why.rsplit('not modelled ', 1)[-1]})")
+        return
+    # the records dispatched: recoverAbnormally's walk all of them; on 5.5 recoverNormally's those past the queues'
+    # max physical offset (the reput then starts at the commitlog's end), on 4.9 the reput's from that max on
+    above = -1 if abnormal else p.reput_from if config.is_5x else p.reput_from - 1
+    units, sizes = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, above)
+    if abnormal and not config.is_5x and p.reput_from < p.commitlog_end:   # 4.9: the reput from the queues' max
+        again, _ = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, p.reput_from - 1)
+        if again:
+            p.notes.append(f'topic "" queues {", ".join(sorted({str(q) for _, q, _ in again}))} not predicted past '
+                           "the load: after recoverAbnormally's walk the reput dispatches their records again from "
+                           f"{p.reput_from}, onto a queue whose write position truncateDirtyLogicFiles set from the "
+                           "bytes on disk past the walk's (not modelled)")
+            return
+    written = reopened_files(units, sizes, config.cq_file_size)
+    held: dict[int, dict[int, bytes]] = {}
+    for rel in files:
+        folder, name = rel.split("/")
+        if name.isdigit():
+            held.setdefault(int(folder), {})[int(name)] = read_all(st.fs, f"{st.root}/{CQ_DIR}/{rel}")
+    if not held and not written:
+        return
+    reopened, changed = [], 0
+    for qid in sorted(set(held) | set(written)):
+        on_disk = held.get(qid, {})
+        files_written, put = written.get(qid, ({}, 0))
+        after = dict(on_disk)
+        for start, data in files_written.items():
+            after[start] = over_held(on_disk.get(start), data, config.cq_file_size)
+        changed += sum(after[s] != on_disk.get(s) for s in files_written)
+        before_units = set().union(*map(_units, on_disk.values())) if on_disk else set()
+        after_units = set().union(*map(_units, after.values())) if after else set()
+        lost = len(before_units - after_units)
+        if not files_written:
+            continue
+        reopened.append(qid)
+        names = ", ".join(cq_file_name(s) for s in files_written)
+        q = QueueRestart(f"/{qid}", units_dispatched_again=put, units_lost=lost,
+                         note=f'topic "" (consumequeue/{qid}/, not loaded): the recovery\'s dispatch opens it afresh '
+                              f"over {names} (write position 0, fillPreBlank before a first unit of queue offset > "
+                              f"0) and puts {put} unit(s); {lost} unit(s) on disk overwritten")
+        p.queues.append(q)
+        p.units_dispatched_again += put
+        p.units_lost += lost
+    queues = sorted(set(held) | set(written))
+    p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} file(s)): a '
+                   'start loads those folders as topics "<queueId>" (empty, nothing written), not as topic "", so no '
+                   "recovery cuts them (units past the commitlog's end stay); "
+                   + (f"the recovery's dispatch reopens queue(s) {', '.join(map(str, reopened))} over their files, "
+                      f"{changed} file(s) then differing from the store's" if reopened else
+                      "the recovery dispatches no such record: they stay byte for byte"))

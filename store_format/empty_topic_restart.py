@@ -1,0 +1,166 @@
+"""Topic ""'s consume queue files (``consumequeue/<queueId>/<file>``: the units of multi-dispatch requests naming an
+empty queue, ``ConsumeQueue.multiDispatchLmqQueue``) across a broker start: what the start leaves of the files it
+finds there, and what its dispatch writes over them.
+
+Mirrors rocketmq-store 5.5.1 (rocketmq-all-4.9.8: ``DefaultMessageStore.loadConsumeQueue``, the same rules)
+``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.findConsumeQueue``
+(``ConsumeQueueStore.findOrCreateConsumeQueue``), ``ConsumeQueue.putMessagePositionInfo`` / ``fillPreBlank``,
+``ConsumeQueue.truncateDirtyLogicFiles``, ``MappedFileQueue.getLastMappedFile`` (``isFirstCreateInQueue``) and
+``DefaultMappedFile.init``.
+
+* The start's ``loadConsumeQueues`` reads ``consumequeue/<queueId>/`` as topic "<queueId>" and each file name there
+  as one of its queue ids (a folder ``consumequeue/<queueId>/<id>/`` that does not exist: an empty queue): topic ""
+  is not loaded, so neither ``ConsumeQueue.recover`` nor the recovery's ``truncateDirtyLogicFiles`` touches its files.
+* When the recovery's dispatch (``recoverNormally`` past the queues' max physical offset, ``recoverAbnormally``'s
+  walk) hands it an empty-name record, ``findOrCreateConsumeQueue`` creates topic "" queue ``<queueId>`` afresh: no
+  file in its list, max physical offset -1.  Its first put opens the file ``getLastMappedFile`` names for the unit's
+  queue offset (``DefaultMappedFile.init``: ``RandomAccessFile`` "rw" mapped over the queue's file size, so the file
+  on disk is neither truncated nor zeroed, a shorter one grows to that size with zeros) at write position 0, and
+  ``putMessagePositionInfo`` applies the put rule of a new queue (:mod:`store_format.consumequeue`): a first unit of
+  queue offset > 0 first fills the file from its start with blank units (``fillPreBlank``), whatever units the file
+  held there.  The bytes each put writes replace the file's; every byte past them and every file of the folder not
+  opened stays as it was.  So topic ""'s files after the start are a fresh queue's writes of the records dispatched
+  again (:func:`written_prefix` of the file such a queue builds) over the store's files (:func:`over_held`).
+* The recovery's ``truncateDirtyLogicFiles`` then walks the reopened queue's last file from its start: its first unit
+  is one the dispatch wrote (below the cut), so no file is deleted and no byte changes; on 5.5.1 nothing is put to it
+  afterwards (the start's reput begins at the commitlog's end).  A start that dispatches such a record again later
+  (a second reput, ``recheckReputOffsetFromCq``) puts after a write position that walk may have moved past the
+  written bytes over the store's own: not modelled (:func:`restart_refusal`).
+* 4.9.8: ``recoverNormally`` dispatches nothing, the start's reput from the loaded queues' max physical offset on (that
+  record included) reopens the queue the same way; after ``recoverAbnormally``'s walk that reput dispatches again
+  the records from the queues' max on, which ``pipelines.verify.topic_empty`` refuses where one names an empty queue.
+
+Checked against the 5.5.1 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a cut, a
+crash walk that dispatches every such record again) and tests/test_light_empty_reopen_broker.py (a start dispatching
+only the later ones: ``fillPreBlank`` over the earlier units; files planted before a start over deleted queue folders;
+4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.fs as pafs
+
+from . import commitlog as cl
+from .config import BrokerConfig
+from .consumequeue import Q_BLANK_UNTIL, Q_FIRST_FILE, Q_LAST_FILE, assign_positions, build_cq_file, new_states
+from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
+from .store import StoreLocation
+from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
+
+__all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
+           "over_held", "restart_refusal", "empty_name_units", "reopened_files"]
+
+
+def is_topic_empty_file(rel: str) -> bool:
+    """``rel`` (below ``consumequeue/``) is a file of topic "": ``<queueId>/<name>``, the folder an int."""
+    parts = rel.split("/")
+    return len(parts) == 2 and parts[0].lstrip("-").isdigit()
+
+
+def held_topic_empty_files(store: StoreLocation) -> dict[str, bytes]:
+    """The files directly in ``consumequeue/<queueId>/`` of ``store`` (relative to the store root:
+    ``consumequeue/<queueId>/<name>``) and their bytes; topic "<queueId>"'s queue folders there are no such files."""
+    out: dict[str, bytes] = {}
+    infos = store.fs.get_file_info(pafs.FileSelector(f"{store.root}/consumequeue", allow_not_found=True))
+    for folder in sorted((i for i in infos if i.type == pafs.FileType.Directory), key=lambda i: i.base_name):
+        if not is_topic_empty_file(f"{folder.base_name}/x"):
+            continue
+        for info in sorted(store.fs.get_file_info(pafs.FileSelector(folder.path)), key=lambda i: i.base_name):
+            if info.type == pafs.FileType.File:
+                with store.fs.open_input_file(info.path) as f:
+                    out[f"consumequeue/{folder.base_name}/{info.base_name}"] = f.read()
+    return out
+
+
+def written_prefix(data: bytes | np.ndarray) -> int:
+    """How many bytes from a consume queue file's start a fresh queue's puts wrote: through its last unit of non-zero
+    size (blank units are ``(0, Integer.MAX_VALUE, 0)``, a message unit has its record's size; the zeros after them
+    were never written)."""
+    raw = np.frombuffer(bytes(data[:len(data) - len(data) % CQ_UNIT_SIZE]), dtype=CQ_UNIT_DTYPE)
+    used = np.flatnonzero(raw["size"] != 0)
+    return (int(used[-1]) + 1) * CQ_UNIT_SIZE if len(used) else 0
+
+
+def over_held(held: bytes | None, written: bytes, size: int) -> bytes:
+    """A file as a queue opened over it leaves it (``DefaultMappedFile.init``: mapped over ``size`` bytes, neither
+    truncated nor zeroed): ``held`` (None: no such file) grown to ``size`` with zeros, ``written`` over its start."""
+    base = bytearray(held or b"")
+    merged = base + bytes(max(0, size - len(base)))
+    merged[:len(written)] = written
+    return bytes(merged)
+
+
+def restart_refusal(config: BrokerConfig) -> str:
+    """Why a restart over empty-name records on file consume queues is not predicted (empty: it is): only the 5.5
+    and 4.9 lines' file stores (the brokers checked, 5.5.1 and 4.9.8) not over a DLedger commitlog, on 5.5 without a
+    second reput (``recheckReputOffsetFromCq``), are."""
+    if config.brokerVersion not in ("5.5", "4"):
+        why = "on the 5.0-5.3 line (checked on 5.5.1 and 4.9.8 only)"
+    elif config.enableDLegerCommitLog:
+        why = "over a DLedger commitlog"
+    elif config.is_5x and config.recheckReputOffsetFromCq:
+        why = "with recheckReputOffsetFromCq=true (its second reput puts after what the recovery's walk read there)"
+    else:
+        return ""
+    return ("a multi-dispatch request names an empty queue, whose files (consumequeue/<queueId>/, topic \"\" of "
+            "ConsumeQueue.multiDispatchLmqQueue) a broker start loads as topic \"<queueId>\" and reopens when it "
+            f"dispatches such a record again: a restart over them is not modelled {why}")
+
+
+def empty_light_names_on_restart(res: WalkResult, config: BrokerConfig) -> str:
+    """Why a restart's walk (``--as-restart``) over records putting units under an empty light queue name
+    (``LMQ_EMPTY_NAME``) is not predicted (empty: it is, or there is none): :func:`restart_refusal`."""
+    return restart_refusal(config) if (res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME).any() else ""
+
+
+def empty_name_units(store: StoreLocation, config: BrokerConfig, start: int, end: int, above: int = -1
+                     ) -> tuple[list[tuple[int, int, int]], dict[int, tuple[int, int]]]:
+    """The topic "" units of the records a walk from ``start`` (a record's offset) dispatches before ``end``, those
+    at or below ``above`` left out (``recoverNormally`` dispatches only records past the queues' max physical
+    offset): :func:`store_format.dispatch.multi_dispatch_units`' ``LMQ_EMPTY_NAME`` rows (each empty name whose
+    offset parses), in dispatch order, as (commitlog offset, queue id, the queue offset the request names), and each
+    such record's size and tags code.  ``config`` with its broker line resolved."""
+    units, sizes = [], {}
+    for seg in store.segments:
+        if seg.end <= start or seg.base >= end:
+            continue
+        with store.reader(seg) as read:
+            res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(max(start - seg.base, 0),
+                                                                                      seg.size),
+                                min(end - seg.base, seg.size), config, keep_text=False)
+        for row in res.lmq[res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME]:
+            rec = res.rec[row[L_REC]]
+            at = int(rec[cl.R_PHYS])
+            if above < at < end and rec[cl.R_STATUS] == cl.STATUS_DISPATCHED:
+                units.append((at, int(row[L_QID]), int(row[L_QOFF])))
+                sizes[at] = (int(rec[cl.R_TOTAL]), int(rec[cl.R_TAGS_CODE]))
+    return units, sizes
+
+
+def reopened_files(units: list[tuple[int, int, int]], sizes: dict[int, tuple[int, int]],
+                   file_size: int) -> dict[int, tuple[dict[int, bytes], int]]:
+    """What topic "" queues created afresh write when ``units`` (:func:`empty_name_units`, in dispatch order) are put
+    to them (:func:`store_format.consumequeue.assign_positions`, a new queue's rule): per queue id, the bytes written
+    from each file's start (file start -> bytes; a file ``getLastMappedFile`` opened and nothing was put to: b"") and
+    how many units were put.  ``sizes``: each record's size and tags code."""
+    out: dict[int, tuple[dict[int, bytes], int]] = {}
+    for qid in sorted({q for _, q, _ in units}):
+        mine = [(at, qoff) for at, q, qoff in units if q == qid]
+        offset = np.array([at for at, _ in mine], dtype=np.int64)
+        size = np.array([sizes[at][0] for at, _ in mine], dtype=np.int64)
+        tags = np.array([sizes[at][1] for at, _ in mine], dtype=np.int64)
+        states = new_states(1)
+        pos = assign_positions(np.zeros(len(mine), dtype=np.int64), offset, size,
+                               np.array([q for _, q in mine], dtype=np.int64), file_size, states)
+        put = pos >= 0
+        first, last = int(states[0, Q_FIRST_FILE]), int(states[0, Q_LAST_FILE])
+        if put.any():
+            last = max(last, int(pos[put].max()) - int(pos[put].max()) % file_size)
+        files = {}
+        for start in range(first, last + 1, file_size):
+            here = put & (pos >= start) & (pos < start + file_size)
+            data = build_cq_file(start, file_size, pos[here], offset[here], size[here], tags[here],
+                                 int(states[0, Q_BLANK_UNTIL]), trim=True)
+            files[start] = bytes(data[:written_prefix(data)])
+        out[qid] = (files, int(put.sum()))
+    return out
