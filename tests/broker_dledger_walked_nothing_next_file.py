@@ -126,3 +126,43 @@ def next_file_embedded_t0_ext_scenario(line: str = "5.5.1") -> dict:
     with ``enableConsumeQueueExt=true``."""
     sc = next_file_embedded_t0_scenario(line)
     return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}
+
+
+PAST_END_DROPPED = 5   # -embedded-t0-past-end: the 23rd data file's first T0 units the parsed unit's max drops
+FIRST_NEXT_T0 = NEXT_FILE + T9_SIZE + ENTRY_HEADER_SIZE   # the 23rd data file's first T0 record
+
+
+def past_end_field(dropped: int = PAST_END_DROPPED) -> int:
+    """The PHYSICALOFFSET field that makes :func:`next_file_embedded_t0_scenario`'s T0 message's unit end exactly
+    where the 23rd data file's ``dropped``-th T0 unit ends (its record's end: ``putMessagePositionInfo`` drops a unit
+    ending at or below the queue's max)."""
+    size = len(retargeted(0, b"T0", 0))
+    return FIRST_NEXT_T0 + (dropped - 1) * T0_ENTRY + (T0_ENTRY - ENTRY_HEADER_SIZE) - size
+
+
+def next_file_embedded_t0_past_end_scenario(line: str = "5.5.1", field: int | None = None,
+                                            suffix: str = "past-end") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0-past-end``:
+    :func:`next_file_embedded_t0_scenario` whose T0 message's PHYSICALOFFSET field (the unit's offset, which the
+    check does not compare with where the message lies) is :func:`past_end_field`: its unit, appended at T0's write
+    position, ends past the 22nd data file's end, at the end of the 23rd file's :data:`PAST_END_DROPPED`-th T0 unit;
+    ``field``, ``suffix``: another field and name."""
+    sc = next_file_scenario(line)
+    at = past_end_field() if field is None else field
+    return with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, f"{sc['name']}-embedded-t0-{suffix}",
+                                 retargeted(at, b"T0", EMBEDDED_T0_QUEUE_OFFSET))
+
+
+def next_file_embedded_t0_past_all_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0-past-all``: the same with the field one byte
+    past the last T9 record's start: the unit ends past every T0 unit of the 23rd data file, and its keys ``E5`` leave
+    the index's ``endPhyOffset`` past the last T9 record's (keys ``K9``)."""
+    return next_file_embedded_t0_past_end_scenario(line, LAST_T9 + 1, "past-all")
+
+
+def next_file_embedded_t0_past_end_ext_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0-past-end-ext``:
+    :func:`next_file_embedded_t0_past_end_scenario` with ``enableConsumeQueueExt=true``."""
+    sc = next_file_embedded_t0_past_end_scenario(line)
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}
+

@@ -247,11 +247,30 @@ def test_the_next_data_file_with_ext_files_is_modelled() -> None:
     assert reput == FILE_END and cut is not None and cut.inside_placed.ext_put == (("T5", 0, 1),), cut
 
 
-@pytest.mark.parametrize("offset", [FILE_END + 500, FILE_END - 110], ids=["past", "just-past"])
-def test_the_next_data_file_stays_refused_after_a_held_queues_unit_ending_past_it(offset: int) -> None:
-    """A parsed unit whose end (its PHYSICALOFFSET field + size) lies past the next data file's start, whose units
-    that queue's max would then drop: no broker case; one line."""
-    with pytest.raises(UnsupportedConfigError, match="whose unit, appended to a queue the store holds files of, ends "
-                       "past it") as e:
-        _reput_to_next_file((ParsedUnit("T0", 0, offset, 111, 600_000, 0, own=True, batch=False),))
+@pytest.mark.parametrize("offset", [FILE_END + 500, FILE_END - 110, FILE_END - 111],
+                         ids=["past", "just-past", "at"])
+def test_the_next_data_file_after_a_held_queues_unit_ending_past_it_drops_to_its_end(offset: int) -> None:
+    """A parsed own unit of T0 whose end (its PHYSICALOFFSET field + size) lies past the next data file's start: T0's
+    max then, at or below which the reput drops T0's units from there (broker cases
+    tests/test_dledger_walked_nothing_2gib_next_file_past_broker.py); one ending at that start drops none."""
+    reput, cut = _reput_to_next_file((ParsedUnit("T0", 0, offset, 111, 600_000, 0, own=True, batch=False),))
+    assert reput == FILE_END and cut is not None
+    assert cut.drops_to == ({("T0", 0): offset + 111} if offset + 111 > FILE_END else {}), cut.drops_to
+
+
+@pytest.mark.parametrize("unit, held", [
+    (ParsedUnit(*LIGHT_KEY, FILE_END + 500, 111, 2, 0, own=False, batch=False), LIGHT_KEPT),
+    (ParsedUnit("BT0", 0, FILE_END + 500, 111, 7, 0, own=True, batch=True, store_time=1, base=7, batch_size=3),
+     {("BT0", 0): (PROCESS - 500, True, 46, False)})], ids=["light", "batch"])
+def test_the_next_data_file_stays_refused_after_a_held_light_or_batch_unit_ending_past_it(unit, held) -> None:  # noqa: ANN001
+    """A parsed light unit, or a batch queue's, appended to a queue on disk, ending past the next data file's start:
+    no broker case; one line."""
+    cut = {("T9", 0): (BLANK_MAX, True, 20, False), **T0_KEPT, **held}
+    on_disk = QueuesOnDisk(NEXT_END - 249, lambda _offset, _walked: cut)
+    conf = BrokerConfig(brokerVersion="5.5", recheckReputOffsetFromCq=True, mappedFileSizeCommitLog=100_000_000)
+    with pytest.raises(UnsupportedConfigError, match=f"whose light or batch unit, appended to {unit.topic}/0, a "
+                       "queue the store holds files of, ends past it") as e:
+        reput_after_cut(on_disk, PROCESS, Checkpoint(logics_physical_offset=PROCESS + 50_000_000), conf,
+                        min_offset=0, confirm_offset=NEXT_END, log_end=NEXT_END, why="walked nothing",
+                        inside=lambda _pos: (FILE_END, ((BLANK_MAX, BLANK_MAX + 111),), (unit,)))
     assert f"set at {BLANK_MAX} " in str(e.value) and "\n" not in str(e.value), str(e.value)

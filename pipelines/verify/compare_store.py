@@ -434,6 +434,9 @@ def _explain_recovery(restart: RestartPrediction, st: StoreLocation, config: Bro
                   " and it jumps to the end of the bytes getData hands, or reads DLedger's blank magic and rolls: "
                   f"either way to the next data file's start, {crash.reput_from}")
                if crash.cut is not None and crash.cut.inside_from >= 0 else "")
+            + "".join(f"; {t}/{q}'s parsed unit ends at {mx}, past there: putMessagePositionInfo drops its units of "
+                      "the records from there ending at or below it"
+                      for (t, q), mx in sorted(crash.cut.drops_to.items() if crash.cut is not None else ()))
             + (f"; the records from {crash.gap[0]} to {crash.gap[1]} are dispatched by no one"
                if crash.gap is not None else "")
             if crash.walked_nothing else
