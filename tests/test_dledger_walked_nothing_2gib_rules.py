@@ -37,9 +37,10 @@ LIGHT_EMPTIED = {LIGHT_KEY: (PROCESS, False, -1, False)}   # %LMQ%q1 whose only 
 FILE_END, NEXT_END = 2_200_000_000, 2_200_085_230   # the data file holding 2147483647 ends; a log past it ends
 
 
-def _why(goes_on: int, *, committed: int = COMMITTED, reput: int = BLANK_MAX, end: int = END) -> str:
+def _why(goes_on: int, *, committed: int = COMMITTED, reput: int = BLANK_MAX, end: int = END,
+         parsed: bool = False) -> str:
     return _parsed_refusal(goes_on, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=end,
-                           file_end=FILE_END)
+                           file_end=FILE_END, parsed=parsed)
 
 
 @pytest.mark.parametrize("goes_on,committed,end", [
@@ -51,6 +52,34 @@ def test_a_jump_to_the_log_end_the_committed_position_or_the_next_data_file_is_m
     """The broker cases: tests/test_dledger_walked_nothing_2gib_broker.py (log's end, committed position) and
     tests/test_dledger_walked_nothing_2gib_next_file_broker.py (the data file's end, the next one's start)."""
     assert _why(goes_on, committed=committed, end=end) == ""
+
+
+@pytest.mark.parametrize("goes_on,committed,end", [
+    (BLANK_MAX + 412, NEXT_END, NEXT_END),            # an entry's start in the data file, committed past its end
+    (COMMITTED - 100, COMMITTED, END),                # an entry's start before the committed position
+], ids=["next-file-layout", "committed-past"])
+def test_an_entry_start_after_parsed_messages_is_modelled(goes_on: int, committed: int, end: int) -> None:
+    """The broker cases tests/test_dledger_walked_nothing_2gib_in_file_broker.py (-to-entry, -to-entry-t0-past: the
+    reput walks the entries on from there); with no parsed message the check cannot meet an entry's start there."""
+    assert _why(goes_on, committed=committed, end=end, parsed=True) == ""
+    assert "modelled: at the log's end" in _why(goes_on, committed=committed, end=end)
+
+
+def test_an_entry_start_past_the_data_files_end_or_the_committed_position_stays_refused() -> None:
+    assert "modelled: at the log's end" in _why(FILE_END + 4237, committed=NEXT_END, end=NEXT_END, parsed=True)
+    assert "modelled: at the log's end" in _why(COMMITTED + 100, committed=COMMITTED, end=END, parsed=True)
+
+
+def test_a_held_queues_unit_ending_past_an_entry_start_drops_to_its_end() -> None:
+    """-to-entry-t0-past: the parsed T0 unit ends past the entry the reput goes on at: T0's max then."""
+    cut = {("T9", 0): (BLANK_MAX, True, 20, False), **T0_KEPT}
+    on_disk = QueuesOnDisk(NEXT_END - 249, lambda _offset, _walked: cut)
+    conf = BrokerConfig(brokerVersion="5.5", recheckReputOffsetFromCq=True, mappedFileSizeCommitLog=100_000_000)
+    unit = ParsedUnit("T0", 0, BLANK_MAX + 5000, 412, 600_000, 0, own=True, batch=False)
+    reput, cut_ = reput_after_cut(on_disk, PROCESS, Checkpoint(logics_physical_offset=PROCESS + 50_000_000), conf,
+                                  min_offset=0, confirm_offset=NEXT_END, log_end=NEXT_END, why="walked nothing",
+                                  inside=lambda _pos: (BLANK_MAX + 412, ((BLANK_MAX, BLANK_MAX + 412),), (unit,)))
+    assert reput == BLANK_MAX + 412 and cut_ is not None and cut_.drops_to == {("T0", 0): BLANK_MAX + 5412}
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
