@@ -29,7 +29,7 @@ end (``tests/test_dledger_walked_nothing_2gib_next_file_past_broker.py``).  ``-c
 (:func:`next_file_committed_in_file_scenario`), DLedger's committed position inside the 22nd file past 2147483647;
 ``-to-entry`` (:func:`next_file_to_entry_scenario`), a T5 message from 2147483647 to the T0 record's end, so that the
 check meets the next entry's start after parsing it, and ``-to-entry-t0-past``, that message for T0 with a unit
-ending past that entry (``tests/test_dledger_walked_nothing_2gib_in_file_broker.py``).
+ending past that entry, and its ``-ext`` (``tests/test_dledger_walked_nothing_2gib_in_file_broker.py``).
 """
 from __future__ import annotations
 
@@ -227,3 +227,10 @@ def next_file_to_entry_t0_past_scenario(line: str = "5.5.1") -> dict:
     (:func:`to_entry_t0_field`)."""
     return next_file_to_entry_scenario(line, to_entry_message(to_entry_t0_field(), b"T0", EMBEDDED_T0_QUEUE_OFFSET),
                                        "to-entry-t0-past")
+
+
+def next_file_to_entry_t0_past_ext_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-to-entry-t0-past-ext``:
+    :func:`next_file_to_entry_t0_past_scenario` with ``enableConsumeQueueExt=true``."""
+    sc = next_file_to_entry_t0_past_scenario(line)
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}

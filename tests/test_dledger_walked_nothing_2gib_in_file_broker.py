@@ -13,7 +13,9 @@ where it waits for the group's commit and walks the entries on (the 22nd file's 
 check parses it and then meets the next entry's start, from which the reput walks the entries (the 22nd file's
 T0 entries after it, the 23rd's); ``-to-entry-t0-past``, that message for T0 (queue offset 600000) with a
 PHYSICALOFFSET field that makes its unit end where the third T0 record from that entry ends: appended at T0's write
-position, its max drops those three (``putMessagePositionInfo``: ``offset + size <= maxPhysicOffset``).
+position, its max drops those three (``putMessagePositionInfo``: ``offset + size <= maxPhysicOffset``);
+``-to-entry-t0-past-ext``, that store with ``enableConsumeQueueExt=true`` (an ext unit put for every T0 record handed
+over, the dropped ones too).
 
 What the broker wrote is asserted first (where the reput went on, read from the T0 units it appended, the queues
 after ``load()`` and after the reput, the index keys); then ``verify`` on the store as the restart found it predicts
@@ -47,12 +49,13 @@ from broker_dledger_walked_nothing_next_file import (
     TO_ENTRY_DROPPED,
     next_file_committed_in_file_scenario,
     next_file_to_entry_scenario,
+    next_file_to_entry_t0_past_ext_scenario,
     next_file_to_entry_t0_past_scenario,
     to_entry_message,
     to_entry_t0_field,
 )
 from test_dledger_walked_nothing_2gib_broker import _verify
-from test_dledger_walked_nothing_2gib_next_file_broker import _entry, _index_keys_below
+from test_dledger_walked_nothing_2gib_next_file_broker import _entry, _ext_orphans, _index_keys_below
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
@@ -61,18 +64,20 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.ma
 CUT = NEXT_FILE - 100_000_000   # processOffset: the 22nd data file's start, where the walk starts
 T0_RECORD = T0_ENTRY - ENTRY_HEADER_SIZE
 SCENARIOS = {"committed-in-file": next_file_committed_in_file_scenario, "to-entry": next_file_to_entry_scenario,
-             "to-entry-t0-past": next_file_to_entry_t0_past_scenario}
+             "to-entry-t0-past": next_file_to_entry_t0_past_scenario,
+             "to-entry-t0-past-ext": next_file_to_entry_t0_past_ext_scenario}
 MESSAGES = {"committed-in-file": b"", "to-entry": to_entry_message(BLANK_MAX),
             "to-entry-t0-past": to_entry_message(to_entry_t0_field(), b"T0", EMBEDDED_T0_QUEUE_OFFSET)}
+MESSAGES["to-entry-t0-past-ext"] = MESSAGES["to-entry-t0-past"]
 
 
-def _appended(src, queue: str, loaded: dict, after: dict, size: int) -> list[tuple[int, int]]:  # noqa: ANN001
-    """The units (offset, size) the broker's reput appended to ``queue``: from its write position after ``load()``
-    to the one after the reput (consume queue files of ``size`` bytes)."""
+def _appended(src, queue: str, loaded: dict, after: dict, size: int) -> list[tuple[int, int, int]]:  # noqa: ANN001
+    """The units (offset, size, tags code) the broker's reput appended to ``queue``: from its write position after
+    ``load()`` to the one after the reput (consume queue files of ``size`` bytes)."""
     lo, hi = int(loaded[queue]["maxOffset"]), int(after[queue]["maxOffset"])
     folder = src / "expected" / "consumequeue" / queue
     data = b"".join((folder / f"{f:020d}").read_bytes() for f in range(lo - lo % size, hi, size))
-    return [struct.unpack(">qi", data[i:i + 12]) for i in range(lo % size, lo % size + hi - lo, 20)]
+    return [struct.unpack(">qiq", data[i:i + 20]) for i in range(lo % size, lo % size + hi - lo, 20)]
 
 
 def _as_the_broker(kind: str, tmp_path):  # noqa: ANN001, ANN202
@@ -99,11 +104,16 @@ def _as_the_broker(kind: str, tmp_path):  # noqa: ANN001, ANN202
     assert int(loaded["T0/0"]["maxPhysicOffset"]) < cut, loaded["T0/0"]
     size = int(sc["config"]["mappedFileSizeConsumeQueue"])
     t0 = _appended(src, "T0/0", loaded, after, size)
-    parsed = kind == "to-entry-t0-past"
+    parsed = kind.startswith("to-entry-t0-past")
     field = to_entry_t0_field()
+    # with ext files each unit appended holds the address of the ext unit put for it, after every one of the records
+    # handed over before it (the dropped ones too), from the ext end recover left
+    ext_at = int(loaded["T0/0"]["extMaxOffset"]) if kind.endswith("-ext") else None
+    tags = [t for _o, _s, t in t0]
+    t0 = [(o, s) for o, s, _t in t0]
     if parsed:   # the parsed unit first, at the write position
-        assert t0[0] == (field, len(msg)), t0[:2]
-        t0 = t0[1:]
+        assert t0[0] == (field, len(msg)) and tags[0] == (0 if ext_at is None else ext_at - 2**63), (t0[0], tags[0])
+        t0, tags = t0[1:], tags[1:]
     dropped = TO_ENTRY_DROPPED if parsed else 0
     on = t0[0][0] - ENTRY_HEADER_SIZE - dropped * T0_ENTRY   # where the reput went on: an entry's start
     head = _entry(src, on)
@@ -128,8 +138,12 @@ def _as_the_broker(kind: str, tmp_path):  # noqa: ANN001, ANN202
     assert t0 == [(on + ENTRY_HEADER_SIZE + k * T0_ENTRY, T0_RECORD) for k in range(dropped, in_file)] + [
         (last + ENTRY_HEADER_SIZE, last_size - ENTRY_HEADER_SIZE)] + [
         (FIRST_NEXT_T0 + k * T0_ENTRY, T0_RECORD) for k in range(NEXT_T0)], (len(t0), t0[:2], t0[-2:])
+    assert tags == ([0] * len(t0) if ext_at is None else
+                    [ext_at + 20 * (1 + dropped + k) - 2**63 for k in range(len(t0))]), tags[:2]
+    if ext_at is not None:   # an ext unit for each record handed over: the parsed one, the dropped ones, the rest
+        assert int(after["T0/0"]["extMaxOffset"]) - ext_at == 20 * (1 + dropped + len(t0)), after["T0/0"]
     t9 = _appended(src, "T9/0", loaded, after, size)
-    assert [o for o, _s in t9] == [NEXT_FILE + ENTRY_HEADER_SIZE, LAST_T9], t9
+    assert [o for o, _s, _t in t9] == [NEXT_FILE + ENTRY_HEADER_SIZE, LAST_T9], t9
     if kind == "to-entry":   # T5/0, a new queue: its unit at 0
         t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
         assert struct.unpack(">qi", t5[:12]) == (BLANK_MAX, len(msg)), t5[:20].hex()
@@ -147,7 +161,7 @@ def test_verify_predicts_the_reput_going_on_inside_the_data_file(kind: str, tmp_
     sc, w, src, on, committed, dropped = _as_the_broker(kind, tmp_path)
     loaded, after = w["queuesAfterLoad"], w["queuesAfterDispatch"]
     p, note, crash = _verify(src, tmp_path, monkeypatch)
-    parsed = kind == "to-entry-t0-past"
+    parsed = kind.startswith("to-entry-t0-past")
     msg = MESSAGES[kind]
     assert crash.walked_nothing and crash.process_offset == CUT and crash.reput_from == on, crash
     assert crash.gap == (CUT, on) and crash.cut is not None and crash.cut.inside_from == BLANK_MAX, crash
@@ -158,8 +172,9 @@ def test_verify_predicts_the_reput_going_on_inside_the_data_file(kind: str, tmp_
     lost = queued_messages(sc) - held_units(src, ends=after, leave_out="T5") + parsed
     assert p["units_lost"] == lost, (p["units_lost"], lost, note)
     size = int(sc["config"]["mappedFileSizeConsumeQueue"])
-    again = [o for q in ("T0/0", "T9/0") for o, _s in _appended(src, q, loaded, after, size)[parsed and q == "T0/0":]
-             if o < committed]   # the records' units the reput appended, below the committed position
+    # the records' units the reput appended, below the committed position
+    again = [o for q in ("T0/0", "T9/0") for o, _s, _t in _appended(src, q, loaded, after, size)[
+        parsed and q == "T0/0":] if o < committed]
     assert p["units_dispatched_again"] == len(again), (p["units_dispatched_again"], len(again), note)
     keys = _index_keys_below(src, committed)
     assert p["index_keys_put_again"] == len(keys), (p["index_keys_put_again"], keys, p["notes"])
@@ -168,3 +183,9 @@ def test_verify_predicts_the_reput_going_on_inside_the_data_file(kind: str, tmp_
     assert f"{how}, {on}" in note and f"the records from {CUT} to {on} are dispatched by no one" in note, note
     if parsed:
         assert f"T0/0's parsed unit ends at {field + len(msg)}, past there" in note, note
+    if kind.endswith("-ext"):   # every ext unit the reput put, those no kept unit points at orphaned
+        figures = {f["queue"]: f for f in p["queues"]}
+        for q in ("T0/0", "T9/0"):
+            n = (int(after[q]["extMaxOffset"]) - int(loaded[q]["extMaxOffset"])) // 20
+            got = (figures[q]["ext_units_appended"], figures[q]["ext_units_orphaned"])
+            assert got == (n, _ext_orphans(src, q, after[q])) and n > 0, (q, got, n)
