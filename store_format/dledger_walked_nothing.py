@@ -167,17 +167,17 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     committed position before it, after the messages its check parsed there, ``QueueCut.inside_records``;
     ``QueueCut.inside_from`` the offset it was set at, ``QueueCut.inside_placed`` where their units go in the queues
     a file of which the cut leaves, :func:`_placed_on_disk`; module docstring, :func:`_parsed_refusal`; or at the
-    end of the data file it is set in, the next one's start, before the committed position, where it walks on:
-    ``QueueCut.drops_to``, per queue a parsed own unit appended to ends past there, the max it leaves,
-    :func:`_maxes_past`).
+    end of the data file it is set in, the next one's start, or an entry's start there after parsed messages, before
+    the committed position, where it walks on: ``QueueCut.drops_to``, per queue a parsed own unit appended to ends
+    past there, the max it leaves, :func:`_maxes_past`).
 
     Raises:
         UnsupportedConfigError: with ``recheckReputOffsetFromCq``, a reput set by a queue the cut left inside the log
             (``why`` leads the text), without ``inside``, or where ``inside`` refuses or says it parses a record or
             goes on elsewhere than modelled: one byte before ``process_offset`` (a batch queue left with no file;
             modelled: at ``process_offset``, none parsed) or at 2147483647 (a queue left with ``fillPreBlank`` units
-            only) inside a log past 2 GiB (what :func:`_parsed_refusal` says), or at the next data file's start
-            after a parsed light or batch unit appended to a queue on disk that ends past it.
+            only) inside a log past 2 GiB (what :func:`_parsed_refusal` says), or before the committed position after
+            a parsed light or batch unit appended to a queue on disk that ends past where it goes on.
     """
     v55 = config.brokerVersion == "5.5"
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
@@ -268,9 +268,8 @@ def _parsed_refusal(goes_on: int, *, reput: int, process_offset: int, confirm_of
 def _maxes_past(placed: Placed, units: tuple[ParsedUnit, ...], goes_on: int) -> dict[tuple[str, int], int]:
     """Per queue the store holds files of (``placed.whole``) whose appended parsed units end past ``goes_on``, where
     the reput goes on before the committed position (the next data file's start or an entry's): the max physical
-    offset they leave it
-    (``putMessagePositionInfo``: the end of the last one appended, each ending past the max before it), at or below
-    which the reput's ``putMessagePositionInfo`` drops its units of the records from there
+    offset they leave it (``putMessagePositionInfo``: the end of the last one appended, each ending past the max
+    before it), at or below which the reput's ``putMessagePositionInfo`` drops its units of the records from there
     (:attr:`store_format.dledger_crash_cut.QueueCut.drops_to`); -1 for a queue whose appended parsed units are light
     ones (``multiDispatchLmqQueue``) or a batch queue's (``putBatchMessagePositionInfo`` compares a unit's start):
     not checked against a broker, refused by :func:`reput_after_cut`."""

@@ -39,9 +39,10 @@ def cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str,
     """The units the DLedger crash restart ``crash`` never writes back, per queue: the cut's (``QueueCut.lost``)
     and, where the reput set at 2147483647 (in an old file or an earlier data file) goes on before the walk's data
     file (:attr:`store_format.dledger_crash.DLedgerCrash.drops_before`), the reference's units of those files' records
-    in the queues that drop them; where it goes on at the next data file's start after a parsed unit appended to a
-    queue on disk that ends past there (``QueueCut.drops_to``), the reference's units of that queue from there that
-    ``putMessagePositionInfo`` drops at or below the max it left (``CQ_RULES.appended``'s rule)."""
+    in the queues that drop them; where it goes on before the committed position (the next data file's start, an
+    entry's) after a parsed unit appended to a queue on disk that ends past there (``QueueCut.drops_to``), the
+    reference's units of that queue from there that ``putMessagePositionInfo`` drops at or below the max it left
+    (``CQ_RULES.appended``'s rule)."""
     assert crash.cut is not None
     lost = {f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
     drops = {f"{t}/{q}" for t, q in crash.drops_before}
