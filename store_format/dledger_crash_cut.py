@@ -211,6 +211,12 @@ class QueueCut:
     # its max physical offset and write position as the store's load leaves them after this cut, before the start's
     # reput (a queue left with no file: write position 0, max processOffset, -1 on 5.5.1: correctMinOffset)
     loaded: Mapping[tuple[str, int], tuple[int, int]] = dataclasses.field(default_factory=dict)
+    # verify, a walk that dispatched nothing whose reput set at 2147483647 goes on before the committed position (the
+    # next data file's start, an entry's): per queue on disk a parsed own unit appended to ends past there, the max
+    # that unit leaves it, at or below which
+    # putMessagePositionInfo drops the queue's units of the records the reput walks from there (store_format.
+    # dledger_walked_nothing._maxes_past; pipelines.verify.crash_units.cut_lost counts them lost)
+    drops_to: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
     @property
     def lost_units(self) -> int:

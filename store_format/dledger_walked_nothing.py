@@ -103,11 +103,27 @@ file's units then all appended after them; ``tests/test_dledger_walked_nothing_2
 check, a T5 message parsed first, a T0 message parsed first (its unit at T0's write position, the next file's after
 it), the roll, and the jump with the committed position one entry behind the log's end: T9's cut units and T0's of
 the next file appended at their write positions; with ext files, the plain jump and the T0 message: each ext unit put
-after the ext end ``recover`` left, the parsed one's first). Refused, one line each: going on elsewhere than those
-three (another data file's end; an entry's start after parsed messages; no broker case), the next data file's start
-after a parsed unit appended to a queue the store holds files of that ends past it (its max would drop the next
-file's units there: not checked, :func:`_ends_past`), 2147483647 at or before ``processOffset`` (the reput before the
-walk's data file).
+after the ext end ``recover`` left, the parsed one's first) or, an own unit of an ordinary queue, past it: that
+queue's max is then the unit's end (its PHYSICALOFFSET field, which the check does not compare with where the
+message lies, + its size), and ``putMessagePositionInfo`` drops the queue's units of the records from the next file's
+start that end at or below it (``offset + size <= maxPhysicOffset``), appending the rest after the parsed unit
+(:func:`_maxes_past`, ``QueueCut.drops_to``; ``putMessagePositionInfoWrapper`` puts each dropped one's ext unit all
+the same: ``tests/test_dledger_walked_nothing_2gib_next_file_past_broker.py``, a T0 unit ending where the next
+file's fifth T0 unit ends, which is dropped too, one ending past the last T9 record's start, every T0 unit there
+dropped and ``K9`` below the index's ``endPhyOffset``, and the first with ext files). The same where DLedger's
+committed position lies in that data file past 2147483647 (``getData`` cuts the bytes there, the failed check
+jumps there, an entry's start, and the reput walks on from it once the group commits), and where the check, after
+parsed messages, meets an entry's start in that file: the reput walks the entries on from there like any reput
+(``DLedgerCommitLog.checkMessageAndReturnSize`` reads the entry's magic and size there and runs the base check 48
+bytes further, on the entry's message: :mod:`store_format.dledger_reput_inside`), the records from
+``processOffset`` to there dispatched by no one, a parsed own unit ending past it dropping its queue's units there
+as above (``tests/test_dledger_walked_nothing_2gib_in_file_broker.py``:
+``-committed-in-file``, ``-to-entry``, a T5 message ending at the next T0 entry's start, and ``-to-entry-t0-past``,
+that message for T0 ending where the third T0 record from there ends). Refused, one line each: going on elsewhere
+(another data file's end; an entry's start with no parsed message; no broker case), a parsed light unit or batch
+queue unit appended to a queue the store holds files of that ends past where it goes on before the committed
+position (not checked against a broker), 2147483647 at or before ``processOffset`` (the reput before the walk's data
+file).
 A parsed message for a batch queue is modelled: for one the store holds no file of, ``findOrCreateConsumeQueue``
 creates a ``BatchConsumeQueue`` (its max physical offset -1) and ``putBatchMessagePositionInfo`` appends the unit at
 its start, no ``fillPreBlank`` units whatever its ``INNER_BASE`` (the rebuild's own dispatch of a new batch queue);
@@ -151,14 +167,17 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     committed position before it, after the messages its check parsed there, ``QueueCut.inside_records``;
     ``QueueCut.inside_from`` the offset it was set at, ``QueueCut.inside_placed`` where their units go in the queues
     a file of which the cut leaves, :func:`_placed_on_disk`; module docstring, :func:`_parsed_refusal`; or at the
-    end of the data file it is set in, the next one's start, before the committed position, where it walks on).
+    end of the data file it is set in, the next one's start, or an entry's start there after parsed messages, before
+    the committed position, where it walks on: ``QueueCut.drops_to``, per queue a parsed own unit appended to ends
+    past there, the max it leaves, :func:`_maxes_past`).
 
     Raises:
         UnsupportedConfigError: with ``recheckReputOffsetFromCq``, a reput set by a queue the cut left inside the log
             (``why`` leads the text), without ``inside``, or where ``inside`` refuses or says it parses a record or
             goes on elsewhere than modelled: one byte before ``process_offset`` (a batch queue left with no file;
             modelled: at ``process_offset``, none parsed) or at 2147483647 (a queue left with ``fillPreBlank`` units
-            only) inside a log past 2 GiB (what :func:`_parsed_refusal` says).
+            only) inside a log past 2 GiB (what :func:`_parsed_refusal` says), or before the committed position after
+            a parsed light or batch unit appended to a queue on disk that ends past where it goes on.
     """
     v55 = config.brokerVersion == "5.5"
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
@@ -168,6 +187,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     inside_from = -1
     inside_records: tuple[tuple[int, int], ...] = ()
     placed = Placed()
+    drops_to: dict[tuple[str, int], int] = {}
     if not config.recheckReputOffsetFromCq:
         reput = confirm_offset
     else:
@@ -184,7 +204,8 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             goes_on, records, units = inside(reput)   # inside an entry past 2 GiB: its check there
             file_end = reput - reput % config.mappedFileSizeCommitLog + config.mappedFileSizeCommitLog
             if why_not := _parsed_refusal(goes_on, reput=reput, process_offset=process_offset,
-                                          confirm_offset=confirm_offset, log_end=log_end, file_end=file_end):
+                                          confirm_offset=confirm_offset, log_end=log_end, file_end=file_end,
+                                          parsed=bool(records)):
                 raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
                               f"{len(records)} record(s) there ({why_not})")
@@ -193,25 +214,27 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                                      config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
                                      on_disk.ext_end, -1 if v55 else process_offset,
                                      bcq_file_size=config.mapperFileSizeBatchConsumeQueue)
-            if goes_on == file_end < confirm_offset and _ends_past(placed, file_end):
-                raise refusal(f"{why}: the start's reput, set at {inside_from} (a queue truncateDirtyLogicFiles left "
-                              f"with fillPreBlank units only), inside an entry, goes on at the next data file's start "
-                              f"{goes_on}, before DLedger's committed position {confirm_offset}, after parsing a "
-                              "message whose unit, appended to a queue the store holds files of, ends past it (its max "
-                              "would drop the next file's units there: not checked; modelled: such units ending at "
-                              "or before it)")
+            if goes_on < confirm_offset:   # the next data file's start or an entry's: it walks the entries on
+                drops_to = _maxes_past(placed, units, goes_on)
+                if refused := sorted(f"{t}/{q}" for (t, q), mx in drops_to.items() if mx < 0):
+                    raise refusal(f"{why}: the start's reput, set at {inside_from} (a queue truncateDirtyLogicFiles "
+                                  f"left with fillPreBlank units only), inside an entry, goes on at {goes_on}, before "
+                                  f"DLedger's committed position {confirm_offset}, after parsing a message whose "
+                                  f"light or batch unit, appended to {refused[0]}, a queue the store holds files of, "
+                                  "ends past it (its max would drop its units of the records there: not checked; "
+                                  "modelled: an own unit of an ordinary queue)")
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
     if not truncates:
         return reput, None
     return reput, QueueCut(reput, (), {}, 0, inside_from=inside_from, inside_records=inside_records,
-                           inside_placed=placed, loaded=loaded,
+                           inside_placed=placed, loaded=loaded, drops_to=drops_to,
                            held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))
 
 
 def _parsed_refusal(goes_on: int, *, reput: int, process_offset: int, confirm_offset: int, log_end: int,
-                    file_end: int) -> str:
+                    file_end: int, parsed: bool = False) -> str:
     """Why the reput set at 2147483647 (``reput``) inside an entry past ``process_offset``, whose check parses
     messages and goes on at ``goes_on``, is not modelled ("" when it is).
 
@@ -227,24 +250,36 @@ def _parsed_refusal(goes_on: int, *, reput: int, process_offset: int, confirm_of
     dispatch), one on disk's from the state the cut left (:func:`_placed_on_disk`).  Also modelled: going on at
     ``file_end``, the end of the data file the reput is set in, before the committed position (a failed check's jump
     to the end of the bytes ``getData`` hands, the file's read position, or ``rollNextFile`` after DLedger's blank
-    magic), where the reput walks the next file's entries (:func:`reput_after_cut` refuses it after a parsed unit
-    appended to a queue the store holds files of that ends past there, :func:`_ends_past`).
+    magic), where the reput walks the next file's entries, and, after ``parsed`` messages, at an entry's start in
+    that file before the committed position, where it walks the entries on (after a parsed unit appended to a queue
+    the store holds files of that ends past either, that queue's max drops its units there, :func:`_maxes_past`:
+    :func:`reput_after_cut` refuses it for a light unit or a batch queue's).
     Refused: going on anywhere else, and a reput at or before ``process_offset``."""
     at_file_end = goes_on == file_end < confirm_offset
-    if (goes_on not in (log_end, confirm_offset) and not at_file_end) or not reput < confirm_offset <= log_end \
-            or reput <= process_offset:
+    at_entry = parsed and reput < goes_on < min(file_end, confirm_offset)   # an entry's start after parsed messages
+    if (goes_on not in (log_end, confirm_offset) and not at_file_end and not at_entry) \
+            or not reput < confirm_offset <= log_end or reput <= process_offset:
         return (f"modelled: at the log's end {log_end}, at DLedger's committed position {confirm_offset} past "
-                f"it, or at the end {file_end} of the data file it is set in before that, set past processOffset "
-                f"{process_offset}")
+                f"it, at the end {file_end} of the data file it is set in before that or at an entry's start "
+                f"there after parsed messages, set past processOffset {process_offset}")
     return ""
 
 
-def _ends_past(placed: Placed, file_end: int) -> bool:
-    """Whether a parsed unit appended to a queue the store holds files of (``placed.whole``) ends past
-    ``file_end``, where the reput goes on: that queue's max would then reach the next data file's records, whose
-    units ``putMessagePositionInfo`` drops at or below it (not checked against a broker)."""
-    return any(off + size > file_end for q in placed.whole for pos, off, size, _tags in q.units
-               if pos in q.parsed_at)
+def _maxes_past(placed: Placed, units: tuple[ParsedUnit, ...], goes_on: int) -> dict[tuple[str, int], int]:
+    """Per queue the store holds files of (``placed.whole``) whose appended parsed units end past ``goes_on``, where
+    the reput goes on before the committed position (the next data file's start or an entry's): the max physical
+    offset they leave it (``putMessagePositionInfo``: the end of the last one appended, each ending past the max
+    before it), at or below which the reput's ``putMessagePositionInfo`` drops its units of the records from there
+    (:attr:`store_format.dledger_crash_cut.QueueCut.drops_to`); -1 for a queue whose appended parsed units are light
+    ones (``multiDispatchLmqQueue``) or a batch queue's (``putBatchMessagePositionInfo`` compares a unit's start):
+    not checked against a broker, refused by :func:`reput_after_cut`."""
+    other = {(u.topic, u.queue_id) for u in units if u.batch or not u.own}
+    out = {}
+    for q in placed.whole:
+        ends = [off + size for pos, off, size, *_rest in q.units if pos in q.parsed_at and pos >= 0]
+        if ends and max(ends) > goes_on:
+            out[(q.topic, q.queue_id)] = -1 if (q.topic, q.queue_id) in other else max(ends)
+    return out
 
 
 def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], OnDiskCut], cq_file_size: int,

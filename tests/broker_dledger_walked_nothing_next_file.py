@@ -22,6 +22,14 @@ hands, the 22nd file's end (its read position: the whole file; DLedger's committ
 (:func:`next_file_roll_scenario`), DLedger's blank magic there; ``-committed`` (:func:`next_file_committed_scenario`),
 DLedger's committed position one entry behind the log's end; ``-ext`` and ``-embedded-t0-ext``
 (:func:`next_file_ext_scenario`, :func:`next_file_embedded_t0_ext_scenario`), ``enableConsumeQueueExt=true``.
+
+``-embedded-t0-past-end`` (:func:`next_file_embedded_t0_past_end_scenario`), ``-embedded-t0-past-all`` and
+``-embedded-t0-past-end-ext``: the T0 message's PHYSICALOFFSET field set so that its unit ends past the 22nd file's
+end (``tests/test_dledger_walked_nothing_2gib_next_file_past_broker.py``).  ``-committed-in-file``
+(:func:`next_file_committed_in_file_scenario`), DLedger's committed position inside the 22nd file past 2147483647;
+``-to-entry`` (:func:`next_file_to_entry_scenario`), a T5 message from 2147483647 to the T0 record's end, so that the
+check meets the next entry's start after parsing it, and ``-to-entry-t0-past``, that message for T0 with a unit
+ending past that entry, and its ``-ext`` (``tests/test_dledger_walked_nothing_2gib_in_file_broker.py``).
 """
 from __future__ import annotations
 
@@ -33,6 +41,8 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     PAST_2GIB_FILLER,
     PAST_2GIB_FULL,
+    T0_TAIL,
+    entry_bound_message,
     retargeted,
     with_embedded_message,
 )
@@ -125,4 +135,102 @@ def next_file_embedded_t0_ext_scenario(line: str = "5.5.1") -> dict:
     """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0-ext``: :func:`next_file_embedded_t0_scenario`
     with ``enableConsumeQueueExt=true``."""
     sc = next_file_embedded_t0_scenario(line)
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}
+
+
+PAST_END_DROPPED = 5   # -embedded-t0-past-end: the 23rd data file's first T0 units the parsed unit's max drops
+FIRST_NEXT_T0 = NEXT_FILE + T9_SIZE + ENTRY_HEADER_SIZE   # the 23rd data file's first T0 record
+
+
+def past_end_field(dropped: int = PAST_END_DROPPED) -> int:
+    """The PHYSICALOFFSET field that makes :func:`next_file_embedded_t0_scenario`'s T0 message's unit end exactly
+    where the 23rd data file's ``dropped``-th T0 unit ends (its record's end: ``putMessagePositionInfo`` drops a unit
+    ending at or below the queue's max)."""
+    size = len(retargeted(0, b"T0", 0))
+    return FIRST_NEXT_T0 + (dropped - 1) * T0_ENTRY + (T0_ENTRY - ENTRY_HEADER_SIZE) - size
+
+
+def next_file_embedded_t0_past_end_scenario(line: str = "5.5.1", field: int | None = None,
+                                            suffix: str = "past-end") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0-past-end``:
+    :func:`next_file_embedded_t0_scenario` whose T0 message's PHYSICALOFFSET field (the unit's offset, which the
+    check does not compare with where the message lies) is :func:`past_end_field`: its unit, appended at T0's write
+    position, ends past the 22nd data file's end, at the end of the 23rd file's :data:`PAST_END_DROPPED`-th T0 unit;
+    ``field``, ``suffix``: another field and name."""
+    sc = next_file_scenario(line)
+    at = past_end_field() if field is None else field
+    return with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, f"{sc['name']}-embedded-t0-{suffix}",
+                                 retargeted(at, b"T0", EMBEDDED_T0_QUEUE_OFFSET))
+
+
+def next_file_embedded_t0_past_all_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0-past-all``: the same with the field one byte
+    past the last T9 record's start: the unit ends past every T0 unit of the 23rd data file, and its keys ``E5`` leave
+    the index's ``endPhyOffset`` past the last T9 record's (keys ``K9``)."""
+    return next_file_embedded_t0_past_end_scenario(line, LAST_T9 + 1, "past-all")
+
+
+def next_file_embedded_t0_past_end_ext_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0-past-end-ext``:
+    :func:`next_file_embedded_t0_past_end_scenario` with ``enableConsumeQueueExt=true``."""
+    sc = next_file_embedded_t0_past_end_scenario(line)
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}
+
+
+IN_FILE_BACK = 100   # -committed-in-file: DLedger's committed position that many entries before the 22nd file's end
+
+
+def next_file_committed_in_file_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-committed-in-file``: :func:`next_file_scenario` with
+    DLedger's checkpoint :data:`IN_FILE_BACK` entries before the 22nd data file's last one (the 23rd file's
+    ``NEXT_T0 + 2`` entries further back): its committed position inside the 22nd file, past 2147483647, where
+    ``getData`` cuts the bytes it hands (``truncate``)."""
+    sc = next_file_scenario(line)
+    return {**sc, "dledgerCommittedBack": NEXT_T0 + 2 + IN_FILE_BACK, "name": f"{sc['name']}-committed-in-file"}
+
+
+TO_ENTRY_DROPPED = 3   # -to-entry-t0-past: the T0 units from the entry the reput goes on at that its max drops
+
+
+def to_entry_message(field: int, topic: bytes = b"T5", queue_offset: int = 0) -> bytes:
+    """:func:`broker_dledger_2gib.entry_bound_message` (keys ``E5``; it ends where the entry after the T0 entry holding
+    2147483647 starts) with its PHYSICALOFFSET field ``field``, another two-letter topic and queue offset."""
+    msg = bytearray(entry_bound_message(field))
+    at = 88 + int.from_bytes(msg[84:88], "big") + 1   # the topic, after the header, the body and its length byte
+    assert msg[at:at + 2] == b"T5" and len(topic) == 2
+    msg[at:at + 2], msg[20:28] = topic, queue_offset.to_bytes(8, "big")
+    return bytes(msg)
+
+
+def next_file_to_entry_scenario(line: str = "5.5.1", msg: bytes | None = None, suffix: str = "to-entry") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-to-entry``: :func:`next_file_scenario` whose T0 body
+    holding 2147483647 holds from there to its end a well-formed T5 message (:func:`to_entry_message`, its
+    PHYSICALOFFSET field 2147483647) whose last bytes are the T0 record's tail: the check parses it, then meets the
+    next T0 entry's start, from which the reput walks the entries; ``msg``, ``suffix``: another message, name."""
+    sc = next_file_scenario(line)
+    msg = to_entry_message(2**31 - 1) if msg is None else msg
+    return with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, f"{sc['name']}-{suffix}",
+                                 msg[:-len(T0_TAIL)])
+
+
+def to_entry_t0_field(dropped: int = TO_ENTRY_DROPPED) -> int:
+    """The PHYSICALOFFSET field that makes the T0 :func:`to_entry_message` end exactly where the ``dropped``-th T0
+    record from the entry it ends at ends."""
+    first = 2**31 - 1 + len(to_entry_message(0)) + ENTRY_HEADER_SIZE   # that entry's record
+    return first + (dropped - 1) * T0_ENTRY + (T0_ENTRY - ENTRY_HEADER_SIZE) - len(to_entry_message(0))
+
+
+def next_file_to_entry_t0_past_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-to-entry-t0-past``: :func:`next_file_to_entry_scenario`
+    with a T0 message (queue offset :data:`EMBEDDED_T0_QUEUE_OFFSET`) whose unit, appended at T0's write position,
+    ends past the entry it ends at, where the :data:`TO_ENTRY_DROPPED`-th T0 record from there ends
+    (:func:`to_entry_t0_field`)."""
+    return next_file_to_entry_scenario(line, to_entry_message(to_entry_t0_field(), b"T0", EMBEDDED_T0_QUEUE_OFFSET),
+                                       "to-entry-t0-past")
+
+
+def next_file_to_entry_t0_past_ext_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-to-entry-t0-past-ext``:
+    :func:`next_file_to_entry_t0_past_scenario` with ``enableConsumeQueueExt=true``."""
+    sc = next_file_to_entry_t0_past_scenario(line)
     return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}

@@ -37,9 +37,10 @@ LIGHT_EMPTIED = {LIGHT_KEY: (PROCESS, False, -1, False)}   # %LMQ%q1 whose only 
 FILE_END, NEXT_END = 2_200_000_000, 2_200_085_230   # the data file holding 2147483647 ends; a log past it ends
 
 
-def _why(goes_on: int, *, committed: int = COMMITTED, reput: int = BLANK_MAX, end: int = END) -> str:
+def _why(goes_on: int, *, committed: int = COMMITTED, reput: int = BLANK_MAX, end: int = END,
+         parsed: bool = False) -> str:
     return _parsed_refusal(goes_on, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=end,
-                           file_end=FILE_END)
+                           file_end=FILE_END, parsed=parsed)
 
 
 @pytest.mark.parametrize("goes_on,committed,end", [
@@ -51,6 +52,34 @@ def test_a_jump_to_the_log_end_the_committed_position_or_the_next_data_file_is_m
     """The broker cases: tests/test_dledger_walked_nothing_2gib_broker.py (log's end, committed position) and
     tests/test_dledger_walked_nothing_2gib_next_file_broker.py (the data file's end, the next one's start)."""
     assert _why(goes_on, committed=committed, end=end) == ""
+
+
+@pytest.mark.parametrize("goes_on,committed,end", [
+    (BLANK_MAX + 412, NEXT_END, NEXT_END),            # an entry's start in the data file, committed past its end
+    (COMMITTED - 100, COMMITTED, END),                # an entry's start before the committed position
+], ids=["next-file-layout", "committed-past"])
+def test_an_entry_start_after_parsed_messages_is_modelled(goes_on: int, committed: int, end: int) -> None:
+    """The broker cases tests/test_dledger_walked_nothing_2gib_in_file_broker.py (-to-entry, -to-entry-t0-past: the
+    reput walks the entries on from there); with no parsed message the check cannot meet an entry's start there."""
+    assert _why(goes_on, committed=committed, end=end, parsed=True) == ""
+    assert "modelled: at the log's end" in _why(goes_on, committed=committed, end=end)
+
+
+def test_an_entry_start_past_the_data_files_end_or_the_committed_position_stays_refused() -> None:
+    assert "modelled: at the log's end" in _why(FILE_END + 4237, committed=NEXT_END, end=NEXT_END, parsed=True)
+    assert "modelled: at the log's end" in _why(COMMITTED + 100, committed=COMMITTED, end=END, parsed=True)
+
+
+def test_a_held_queues_unit_ending_past_an_entry_start_drops_to_its_end() -> None:
+    """-to-entry-t0-past: the parsed T0 unit ends past the entry the reput goes on at: T0's max then."""
+    cut = {("T9", 0): (BLANK_MAX, True, 20, False), **T0_KEPT}
+    on_disk = QueuesOnDisk(NEXT_END - 249, lambda _offset, _walked: cut)
+    conf = BrokerConfig(brokerVersion="5.5", recheckReputOffsetFromCq=True, mappedFileSizeCommitLog=100_000_000)
+    unit = ParsedUnit("T0", 0, BLANK_MAX + 5000, 412, 600_000, 0, own=True, batch=False)
+    reput, cut_ = reput_after_cut(on_disk, PROCESS, Checkpoint(logics_physical_offset=PROCESS + 50_000_000), conf,
+                                  min_offset=0, confirm_offset=NEXT_END, log_end=NEXT_END, why="walked nothing",
+                                  inside=lambda _pos: (BLANK_MAX + 412, ((BLANK_MAX, BLANK_MAX + 412),), (unit,)))
+    assert reput == BLANK_MAX + 412 and cut_ is not None and cut_.drops_to == {("T0", 0): BLANK_MAX + 5412}
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -247,11 +276,30 @@ def test_the_next_data_file_with_ext_files_is_modelled() -> None:
     assert reput == FILE_END and cut is not None and cut.inside_placed.ext_put == (("T5", 0, 1),), cut
 
 
-@pytest.mark.parametrize("offset", [FILE_END + 500, FILE_END - 110], ids=["past", "just-past"])
-def test_the_next_data_file_stays_refused_after_a_held_queues_unit_ending_past_it(offset: int) -> None:
-    """A parsed unit whose end (its PHYSICALOFFSET field + size) lies past the next data file's start, whose units
-    that queue's max would then drop: no broker case; one line."""
-    with pytest.raises(UnsupportedConfigError, match="whose unit, appended to a queue the store holds files of, ends "
-                       "past it") as e:
-        _reput_to_next_file((ParsedUnit("T0", 0, offset, 111, 600_000, 0, own=True, batch=False),))
+@pytest.mark.parametrize("offset", [FILE_END + 500, FILE_END - 110, FILE_END - 111],
+                         ids=["past", "just-past", "at"])
+def test_the_next_data_file_after_a_held_queues_unit_ending_past_it_drops_to_its_end(offset: int) -> None:
+    """A parsed own unit of T0 whose end (its PHYSICALOFFSET field + size) lies past the next data file's start: T0's
+    max then, at or below which the reput drops T0's units from there (broker cases
+    tests/test_dledger_walked_nothing_2gib_next_file_past_broker.py); one ending at that start drops none."""
+    reput, cut = _reput_to_next_file((ParsedUnit("T0", 0, offset, 111, 600_000, 0, own=True, batch=False),))
+    assert reput == FILE_END and cut is not None
+    assert cut.drops_to == ({("T0", 0): offset + 111} if offset + 111 > FILE_END else {}), cut.drops_to
+
+
+@pytest.mark.parametrize("unit, held", [
+    (ParsedUnit(*LIGHT_KEY, FILE_END + 500, 111, 2, 0, own=False, batch=False), LIGHT_KEPT),
+    (ParsedUnit("BT0", 0, FILE_END + 500, 111, 7, 0, own=True, batch=True, store_time=1, base=7, batch_size=3),
+     {("BT0", 0): (PROCESS - 500, True, 46, False)})], ids=["light", "batch"])
+def test_the_next_data_file_stays_refused_after_a_held_light_or_batch_unit_ending_past_it(unit, held) -> None:  # noqa: ANN001
+    """A parsed light unit, or a batch queue's, appended to a queue on disk, ending past the next data file's start:
+    no broker case; one line."""
+    cut = {("T9", 0): (BLANK_MAX, True, 20, False), **T0_KEPT, **held}
+    on_disk = QueuesOnDisk(NEXT_END - 249, lambda _offset, _walked: cut)
+    conf = BrokerConfig(brokerVersion="5.5", recheckReputOffsetFromCq=True, mappedFileSizeCommitLog=100_000_000)
+    with pytest.raises(UnsupportedConfigError, match=f"whose light or batch unit, appended to {unit.topic}/0, a "
+                       "queue the store holds files of, ends past it") as e:
+        reput_after_cut(on_disk, PROCESS, Checkpoint(logics_physical_offset=PROCESS + 50_000_000), conf,
+                        min_offset=0, confirm_offset=NEXT_END, log_end=NEXT_END, why="walked nothing",
+                        inside=lambda _pos: (FILE_END, ((BLANK_MAX, BLANK_MAX + 111),), (unit,)))
     assert f"set at {BLANK_MAX} " in str(e.value) and "\n" not in str(e.value), str(e.value)

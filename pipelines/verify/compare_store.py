@@ -394,6 +394,22 @@ def _predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared
             f"{t}/{q}": v for (t, q), v in crash.cut.loaded.items()} if crash is not None and crash.cut else None)
 
 
+def _reput_goes_on(crash: Any, file_size: int) -> str:
+    """How the start's reput set inside an entry after a walk that dispatched nothing goes on, in the restart note's
+    words: at an entry's start right after the messages its check parsed (it walks the entries on from there), or
+    where its failing check jumps (the end of the bytes ``getData`` hands) or rolls (DLedger's blank magic)."""
+    records = crash.cut.inside_records
+    if crash.cut.inside_from == crash.process_offset - 1:   # a batch queue's max: the file's last byte
+        return ("fails on the one byte getData hands and it jumps to the end of the bytes getData hands, "
+                f"{crash.reput_from}")
+    if records and records[-1][1] == crash.reput_from < crash.end and crash.reput_from % file_size:
+        return f"meets an entry's start, {crash.reput_from}, from which it walks the entries"
+    if crash.reput_from == crash.end or crash.reput_from % file_size:
+        return f"fails and it jumps to the end of the bytes getData hands, {crash.reput_from}"
+    return ("fails and it jumps to the end of the bytes getData hands, or reads DLedger's blank magic and rolls: "
+            f"either way to the next data file's start, {crash.reput_from}")
+
+
 def _explain_recovery(restart: RestartPrediction, st: StoreLocation, config: BrokerConfig, *, dledger: Any,
                       crash: Any, recovery: Any, abnormal: bool, led: bool) -> None:
     """The commitlog's recovery into ``restart``: ``DLedgerCommitLog.recover`` (a converted store's first start,
@@ -419,20 +435,18 @@ def _explain_recovery(restart: RestartPrediction, st: StoreLocation, config: Bro
                "start" if crash.cut is not None else "")
             + (f"; doRecheckReputOffsetFromCq sets it at {crash.cut.inside_from} ("
                + ("processOffset - 1, where a batch queue the cut left with no file leaves its max), inside an entry, "
-                  "where its check fails on the one byte getData hands"
-                  if crash.cut.inside_from == crash.process_offset - 1 else
+                  "where its check " if crash.cut.inside_from == crash.process_offset - 1 else
                   "where a queue the cut left with fillPreBlank units only leaves its max), inside an entry, where its "
                   "check " + (f"parses {sum(b > a for a, b in crash.cut.inside_records)} message(s)"
                               + (f" and {sum(b <= a for a, b in crash.cut.inside_records)} blank(s) 48 bytes "
                                  'further (each an empty request, dispatched to topic "" queue 0)'
                                  if any(b <= a for a, b in crash.cut.inside_records) else "")
-                              + ", then " if crash.cut.inside_records else "") + "fails")
-               + (f" and it jumps to the end of the bytes getData hands, {crash.reput_from}"
-                  if crash.reput_from == crash.end or crash.reput_from % config.mappedFileSizeCommitLog
-                  or crash.cut.inside_from == crash.process_offset - 1 else
-                  " and it jumps to the end of the bytes getData hands, or reads DLedger's blank magic and rolls: "
-                  f"either way to the next data file's start, {crash.reput_from}")
+                              + ", then " if crash.cut.inside_records else ""))
+               + _reput_goes_on(crash, config.mappedFileSizeCommitLog)
                if crash.cut is not None and crash.cut.inside_from >= 0 else "")
+            + "".join(f"; {t}/{q}'s parsed unit ends at {mx}, past there: putMessagePositionInfo drops its units of "
+                      "the records from there ending at or below it"
+                      for (t, q), mx in sorted(crash.cut.drops_to.items() if crash.cut is not None else ()))
             + (f"; the records from {crash.gap[0]} to {crash.gap[1]} are dispatched by no one"
                if crash.gap is not None else "")
             if crash.walked_nothing else

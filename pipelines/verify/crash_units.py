@@ -39,10 +39,27 @@ def cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str,
     """The units the DLedger crash restart ``crash`` never writes back, per queue: the cut's (``QueueCut.lost``)
     and, where the reput set at 2147483647 (in an old file or an earlier data file) goes on before the walk's data
     file (:attr:`store_format.dledger_crash.DLedgerCrash.drops_before`), the reference's units of those files' records
-    in the queues that drop them."""
+    in the queues that drop them; where it goes on before the committed position (the next data file's start, an
+    entry's) after a parsed unit appended to a queue on disk that ends past there (``QueueCut.drops_to``), the
+    reference's units of that queue from there that ``putMessagePositionInfo`` drops at or below the max it left
+    (``CQ_RULES.appended``'s rule)."""
     assert crash.cut is not None
     lost = {f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
     drops = {f"{t}/{q}" for t, q in crash.drops_before}
+    past = {f"{t}/{q}": mx for (t, q), mx in crash.cut.drops_to.items()}
+    for s in states:
+        mx = past.get(s.restart.queue)
+        if mx is None or s.restart.layout == BCQ_DIR:   # a batch queue's: refused by the plan
+            continue
+        for name, lo, hi, _n in s.expected_files:
+            if hi < crash.reput_from or lo > mx:
+                continue
+            data = read_expected(s.restart.layout, s.restart.queue, name)
+            u = np.frombuffer(data, dtype=CQ_RULES.dtype, count=len(data) // CQ_RULES.unit_size)
+            u = u[CQ_RULES.is_message(u)]
+            off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
+            off = off[(off >= crash.reput_from) & ~CQ_RULES.appended(off, size, mx)]
+            lost[s.restart.queue] = np.concatenate([lost.get(s.restart.queue, np.zeros(0, np.int64)), off])
     appended: dict[str, list[int]] = {}   # records of those files a queue appends (queue offset 0: appended_before)
     for a in crash.cut.before_placed.units:
         appended.setdefault(f"{a.topic}/{a.queue_id}", []).append(a.offset)
