@@ -85,7 +85,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   cut by ``-small-zeros-uncut-emptied``, and on 5.3.3, which walks from the first data file there and cuts nothing;
   with ext files on and no ext unit of it on disk, its ext units go from 0 and the cut leaves them: ``recover``'s last
   ext address stays 1, so ``truncateByMaxAddress`` does nothing, 5.5.1 ``-small-zeros-ext-kept``, ``-ext-emptied``;
-  light units only, ``multiDispatchLmqQueue`` putting them alike: 5.5.1 ``-small-zeros-light``).
+  light units only, ``multiDispatchLmqQueue`` putting them alike: 5.5.1 ``-small-zeros-light``; own and light units
+  both, each by the queue offset check against the write position the one before left, a unit whose queue offset * 20
+  lies below it dropped: 5.5.1 and 5.3.3 ``-small-zeros-mixed``).
   Where the cut deletes every such file and the store holds no other queue, no queue keeps a max and the start's
   reput begins at the min offset, before the walk's data file: it writes every queue anew from there, its records
   below the walk's last indexed one unindexed (``IndexService.buildIndex``: ``endPhyOffset``), so units follow the
@@ -151,7 +153,6 @@ from .dledger_crash_plan import DLedgerCrash
 from .dledger_crash_reput_before import reput_before_walk
 from .dledger_inside_index import indexed_again, inside_key_offsets
 from .dledger_inside_units import ParsedUnit, parsed_units
-from .dledger_queue_track import KIND_CQ, KIND_LIGHT
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
 from .dledger_walked_nothing import reput_after_cut
@@ -210,7 +211,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             on disk hold no unit (``QueuesOnDisk.empty_queues``; one file of zeros named 0, ``zeros_queues``, is
             modelled after a walk to the log's end, with or without the cut, the start's reput from the walk's data
             files on or, the cut deleting every such file and no other queue on disk, from before them, not set
-            inside an entry, the walk's own units only), a message check that ends the
+            inside an entry), a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
@@ -265,9 +266,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     # end, with or without the cut, and the start's reput from the walk's data files on, not set inside an entry; not
     # the others
     zeros = sorted(set(walked) & on_disk.zeros_queues) if on_disk is not None else []
-    # one the walk writes both own and light units into: not checked (light units only: multiDispatchLmqQueue's
-    # putMessagePositionInfo appends them onto it from 0 as own ones, -small-zeros-light)
-    empty += [q for q in zeros if track.kinds(q) not in ({KIND_CQ}, {KIND_LIGHT})]
+    # own units, light ones (multiDispatchLmqQueue's putMessagePositionInfo appends them onto it from 0 as own ones,
+    # -small-zeros-light) or both (each by the queue offset check from the write position the one before left,
+    # dispatch_units, -small-zeros-mixed)
     if empty:
         raise _empty_refusal(empty)
     if zeros and early:

@@ -167,7 +167,7 @@ class QueuesOnDisk:
     empty_queues: frozenset[tuple[str, int]] = frozenset()
     # of those, the ones whose one file, named 0, is all zeros (no ext unit on disk for it): modelled as a queue on
     # disk, in consume_queues too (max_after_cut dispatches the walk's units onto that file from 0,
-    # putMessagePositionInfo's rule, then cuts it), when the walk writes a record's own units only into it
+    # putMessagePositionInfo's rule, then cuts it), its units own ones, light ones or both
     zeros_queues: frozenset[tuple[str, int]] = frozenset()
 
 
