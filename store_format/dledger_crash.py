@@ -76,11 +76,16 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   :mod:`store_format.dledger_crash_cut`.  On both lines ``DefaultMessageStore.recover`` runs
   ``ConsumeQueue.recover`` (loading the queues on disk) before that walk, whose ``doDispatch`` puts its units onto
   those files before the cut (``verify``: ``QueueTrack.keep_queues``, ``QueuesOnDisk.max_after_cut``; checked on
-  5.3.3 by ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5`` and ``-earlier-both``).  A queue whose one file
-  on disk (named 0) is all zeros (units that never reached the disk) is such a queue: ``ConsumeQueue.recover`` keeps
-  the file empty (max -1, write position 0), and ``putMessagePositionInfo`` appends the walk's units onto it from 0
-  whatever the first one's queue offset: the file was not created in this run (``MappedFile.isFirstCreateInQueue``),
-  so no ``fillPreBlank`` units; the cut then deletes it when its first unit lies past ``processOffset``
+  5.3.3 by ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5`` and ``-earlier-both``).  A queue whose files
+  on disk are all zeros (units that never reached the disk) is such a queue: ``ConsumeQueue.recover`` keeps the file
+  it stops in (the first, or the third from the end) empty (max -1, write position its start; ``truncateDirtyFiles``
+  deletes those after it), and ``putMessagePositionInfo`` appends the walk's units onto it from its start whatever
+  the first one's queue offset: the file was not created in this run (``MappedFile.isFirstCreateInQueue``), so no
+  ``fillPreBlank`` units; a unit whose queue offset * 20 lies below the file's start plus its write position is
+  dropped ("Build consume queue repeatedly"; a file named past 0: the cut then reads its first unit, zeros, below
+  ``processOffset`` and keeps it, max 0, the start's reput dropping the unit again by the same check: 5.5.1
+  ``-small-zeros-emptied-named``; ``-zeros-named``, ``-zeros-two``, ``-zeros-four``); the cut then deletes it when
+  its first unit lies past ``processOffset``
   (``QueuesOnDisk.zeros_queues``; checked on 5.5.1 by ``-small-zeros-kept`` and ``-small-zeros-emptied``, without a
   cut by ``-small-zeros-uncut-emptied``, and on 5.3.3, which walks from the first data file there and cuts nothing;
   with ext files on and no ext unit of it on disk, its ext units go from 0 and the cut leaves them: ``recover``'s last
@@ -208,7 +213,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a queue the walk writes whose files
-            on disk hold no unit (``QueuesOnDisk.empty_queues``; one file of zeros named 0, ``zeros_queues``, is
+            on disk hold no unit (``QueuesOnDisk.empty_queues``; files all zeros, ``zeros_queues``, are
             modelled after a walk to the log's end, with or without the cut, the start's reput from the walk's data
             files on or, the cut deleting every such file and no other queue on disk, from before them, not set
             inside an entry), a message check that ends the
