@@ -92,7 +92,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   ext address stays 1, so ``truncateByMaxAddress`` does nothing, 5.5.1 ``-small-zeros-ext-kept``, ``-ext-emptied``;
   light units only, ``multiDispatchLmqQueue`` putting them alike: 5.5.1 ``-small-zeros-light``; own and light units
   both, each by the queue offset check against the write position the one before left, a unit whose queue offset * 20
-  lies below it dropped: 5.5.1 and 5.3.3 ``-small-zeros-mixed``).
+  lies below it dropped: 5.5.1 and 5.3.3 ``-small-zeros-mixed``; a walk ending early at a damaged message, the start's
+  reput from the queues with ``recheckReputOffsetFromCq``: 5.5.1 and 5.3.3 ``-small-zeros-kept-damaged``).
   Where the cut deletes every such file and the store holds no other queue, no queue keeps a max and the start's
   reput begins at the min offset, before the walk's data file: it writes every queue anew from there, its records
   below the walk's last indexed one unindexed (``IndexService.buildIndex``: ``endPhyOffset``), so units follow the
@@ -214,7 +215,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a queue the walk writes whose files
             on disk hold no unit (``QueuesOnDisk.empty_queues``; files all zeros, ``zeros_queues``, are
-            modelled after a walk to the log's end, with or without the cut, the start's reput from the walk's data
+            modelled with or without the cut (a walk ending early: with recheckReputOffsetFromCq), the start's
+            reput from the walk's data
             files on or, the cut deleting every such file and no other queue on disk, from before them, not set
             inside an entry), a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
@@ -267,17 +269,18 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     after, reput_ends, past = None, -1, None
     walked = track.written()   # the queues the walk wrote
     empty = sorted(set(walked) & on_disk.empty_queues) if on_disk is not None else []
-    # a queue of one file of zeros (QueuesOnDisk.zeros_queues): checked against the broker after a walk to the log's
-    # end, with or without the cut, and the start's reput from the walk's data files on, not set inside an entry; not
-    # the others
+    # a queue of files of zeros (QueuesOnDisk.zeros_queues): checked against the broker with or without the cut, the
+    # start's reput from the walk's data files on, not set inside an entry; not the others
     zeros = sorted(set(walked) & on_disk.zeros_queues) if on_disk is not None else []
     # own units, light ones (multiDispatchLmqQueue's putMessagePositionInfo appends them onto it from 0 as own ones,
     # -small-zeros-light) or both (each by the queue offset check from the write position the one before left,
     # dispatch_units, -small-zeros-mixed)
     if empty:
         raise _empty_refusal(empty)
-    if zeros and early:
-        raise _empty_refusal(zeros, "and the walk ends early")
+    # a walk ending early (a damaged message) onto such a queue: checked with recheckReputOffsetFromCq (5.5.1 cut, 5.3.3
+    # none: -small-zeros-kept-damaged); not the reput from the committed position
+    if zeros and early and not config.recheckReputOffsetFromCq:
+        raise _empty_refusal(zeros, "and the walk ends early, the start's reput from the committed position")
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
         after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
