@@ -8,8 +8,9 @@ of zeros planted (``plantFiles``, 220 bytes each: 11 units):
 * ``-zeros-two``, ``-zeros-emptied-two``: files 0 and 220.  ``ConsumeQueue.recover`` reads from the third file from
   the end (the first here), stops at its first unit and ``MappedFileQueue.truncateDirtyFiles`` deletes file 220: as
   one file named 0.
-* ``-zeros-named``: one file named 220.  The walk's T0/0 units go from its start, queue byte 220 (no ``fillPreBlank``:
-  ``MappedFile.isFirstCreateInQueue``), the first one's queue offset * 20 past it ("logic queue order maybe wrong").
+* ``-zeros-named`` (full suite): one file named 220.  The walk's T0/0 units go from its start, queue byte 220 (no
+  ``fillPreBlank``: ``MappedFile.isFirstCreateInQueue``), the first one's queue offset * 20 past it ("logic queue
+  order maybe wrong").
 * ``-zeros-emptied-named``: one file named 220.  The walk's T9/0 unit (queue offset 1) is dropped:
   ``putMessagePositionInfo`` compares its queue offset * 20 (20) with the file's start plus its write position (220)
   ("Build consume queue repeatedly"); ``truncateDirtyLogicFiles`` then reads that file's first unit, zeros (offset 0
@@ -58,7 +59,8 @@ def files_scenarios(line: str) -> list[dict]:
             _planted(kept, "T0/0", tuple(range(0, 4 * CQ_FILE, CQ_FILE)), f"{base}-four")]
 
 
-SCENARIOS = {LINE: bh.bounded(files_scenarios(LINE), full_only=("-zeros-two", "-zeros-emptied-two", "-zeros-four"))}
+SCENARIOS = {LINE: bh.bounded(files_scenarios(LINE), full_only=("-zeros-two", "-zeros-named", "-zeros-emptied-two",
+                                                                 "-zeros-four"))}
 STORES = bh.Stores(SCENARIOS, "DLedger crash restarts with consume queue files of zeros on disk", threads=1)
 _RUNS: dict[str, dict] = {}
 
@@ -100,7 +102,7 @@ def _walked_from(w: dict, src: Path, queue: str, start: int) -> list[tuple[int, 
 @pytest.mark.parametrize("suffix,start,files", [("-zeros-two", 0, [0]), ("-zeros-named", CQ_FILE, [CQ_FILE]),
                                                 ("-zeros-four", CQ_FILE, [0, CQ_FILE])])
 def test_the_walk_appends_from_the_start_of_the_file_recover_stops_in(written, tmp_path, suffix, start, files):
-    """``-zeros-two`` (full suite), ``-zeros-named``, ``-zeros-four`` (full suite): after the load the broker's T0/0
+    """``-zeros-two``, ``-zeros-named``, ``-zeros-four`` (full suite): after the load the broker's T0/0
     holds the files ``recover`` kept (``files``: file 220 of ``-two``, 440 and 660 of ``-four`` deleted), the walk's
     units below ``processOffset`` from the start of the one it stopped in, queue byte ``start``, no ``fillPreBlank``
     unit, though the first one's queue offset * 20 lies past it; after the reput the cut ones follow.  ``verify``
