@@ -12,8 +12,10 @@ Mirrors, in ``store/src/main/java/org/apache/rocketmq/store/`` of rocketmq-all-4
   (:mod:`store_format.consumequeue_ext_recovery`);
 * ``ConsumeQueue.putMessagePositionInfo`` on a recovered queue's files (:func:`dispatch_units`, 5.5.1: a 5.x DLedger
   crash recovery's walk dispatching onto the queues the store held; ``BatchConsumeQueue.putBatchMessagePositionInfo``
-  on a batch queue's): which units it appends is :func:`store_format.recovery_dispatch.recovery_dispatch`'s; they go
-  at the write position on, ``getLastMappedFile`` adding a file after a full last one;
+  on a batch queue's): a consume queue's unit by unit (:func:`store_format.consumequeue.assign_positions`, from the
+  loaded write position and max, no ``fillPreBlank``: the files were not created in this run), a batch queue's as
+  :func:`store_format.recovery_dispatch.recovery_dispatch` says; they go at the write position on,
+  ``getLastMappedFile`` adding a file after a full last one;
 * ``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (called by ``CommitLog.recoverNormally``
   when the queues reach past the commitlog's end): from the last file backwards, a file whose first
   unit points at or past ``phyOffset`` is deleted; otherwise its units are kept up to the first one
@@ -37,6 +39,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_DTYPE
+from .consumequeue import Q_FIRST_FILE, Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS, assign_positions, new_states
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
 from .recovery_dispatch import recovery_dispatch
 
@@ -266,9 +269,23 @@ def dispatch_units(tail_files: TailFiles, units: np.ndarray, max_physic_offset: 
     assert files, "a queue with a file"
     name, _off, _mx, ok, _tags = files[-1]
     write = int(name) + (len(ok) if ok.all() else int(np.argmin(ok))) * unit   # recover's write position
-    d = recovery_dispatch(units[:, 0], units[:, 1], units[:, 2] * unit, start=0, end=np.iinfo(np.int64).max,
-                          max_physic=max_physic_offset, write_position=write, unit_size=unit, batch=batch)
-    for offset, size, _queue_offset in units[d.appended].tolist():
+    last_created = int(name)
+    if batch:
+        appended = recovery_dispatch(units[:, 0], units[:, 1], units[:, 2] * unit, start=0,
+                                     end=np.iinfo(np.int64).max, max_physic=max_physic_offset, write_position=write,
+                                     unit_size=unit, batch=True).appended
+    else:
+        # putMessagePositionInfo unit by unit (consumequeue.assign_positions): the queue offset check reads the write
+        # position each unit leaves (own and light units of one queue need not come in queue offset order); the
+        # files were loaded, not created in this run (MappedFile.isFirstCreateInQueue), so no fillPreBlank units,
+        # even at write position 0 (a file of zeros)
+        state = new_states(1)
+        state[0, Q_MAX_PHYS], state[0, Q_WRITE_POS], state[0, Q_LAST_FILE] = max_physic_offset, write, int(name)
+        state[0, Q_FIRST_FILE] = int(files[0][0])
+        appended = assign_positions(np.zeros(len(units), np.int64), units[:, 0], units[:, 1], units[:, 2], file_size,
+                                    state) >= 0
+        last_created = int(state[0, Q_LAST_FILE])   # getLastMappedFile's file for a unit then dropped, if any
+    for offset, size, _queue_offset in units[appended].tolist():
         if write - int(files[-1][0]) == file_size:   # getLastMappedFile: the last file full, a new one after it
             n = file_size // unit
             files.append((f"{write:020d}", np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool),
@@ -277,6 +294,10 @@ def dispatch_units(tail_files: TailFiles, units: np.ndarray, max_physic_offset: 
         at = (write - int(files[-1][0])) // unit
         off[at], mx[at], ok[at], tags[at] = offset, offset if batch else offset + size, size > 0 and offset >= 0, 0
         write += unit
+    if last_created > int(files[-1][0]):   # created for a unit the queue offset check then dropped: zeros
+        n = file_size // unit
+        files.append((f"{last_created:020d}", np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool),
+                      np.zeros(n, np.int64)))
     return files
 
 

@@ -76,16 +76,24 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   :mod:`store_format.dledger_crash_cut`.  On both lines ``DefaultMessageStore.recover`` runs
   ``ConsumeQueue.recover`` (loading the queues on disk) before that walk, whose ``doDispatch`` puts its units onto
   those files before the cut (``verify``: ``QueueTrack.keep_queues``, ``QueuesOnDisk.max_after_cut``; checked on
-  5.3.3 by ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5`` and ``-earlier-both``).  A queue whose one file
-  on disk (named 0) is all zeros (units that never reached the disk) is such a queue: ``ConsumeQueue.recover`` keeps
-  the file empty (max -1, write position 0), and ``putMessagePositionInfo`` appends the walk's units onto it from 0
-  whatever the first one's queue offset: the file was not created in this run (``MappedFile.isFirstCreateInQueue``),
-  so no ``fillPreBlank`` units; the cut then deletes it when its first unit lies past ``processOffset``
+  5.3.3 by ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5`` and ``-earlier-both``).  A queue whose files
+  on disk are all zeros (units that never reached the disk) is such a queue: ``ConsumeQueue.recover`` keeps the file
+  it stops in (the first, or the third from the end) empty (max -1, write position its start; ``truncateDirtyFiles``
+  deletes those after it), and ``putMessagePositionInfo`` appends the walk's units onto it from its start whatever
+  the first one's queue offset: the file was not created in this run (``MappedFile.isFirstCreateInQueue``), so no
+  ``fillPreBlank`` units; a unit whose queue offset * 20 lies below the file's start plus its write position is
+  dropped ("Build consume queue repeatedly"; a file named past 0: the cut then reads its first unit, zeros, below
+  ``processOffset`` and keeps it, max 0, the start's reput dropping the unit again by the same check: 5.5.1
+  ``-small-zeros-emptied-named``; ``-zeros-named``, ``-zeros-two``, ``-zeros-four``); the cut then deletes it when
+  its first unit lies past ``processOffset``
   (``QueuesOnDisk.zeros_queues``; checked on 5.5.1 by ``-small-zeros-kept`` and ``-small-zeros-emptied``, without a
   cut by ``-small-zeros-uncut-emptied``, and on 5.3.3, which walks from the first data file there and cuts nothing;
   with ext files on and no ext unit of it on disk, its ext units go from 0 and the cut leaves them: ``recover``'s last
   ext address stays 1, so ``truncateByMaxAddress`` does nothing, 5.5.1 ``-small-zeros-ext-kept``, ``-ext-emptied``;
-  light units only, ``multiDispatchLmqQueue`` putting them alike: 5.5.1 ``-small-zeros-light``).
+  light units only, ``multiDispatchLmqQueue`` putting them alike: 5.5.1 ``-small-zeros-light``; own and light units
+  both, each by the queue offset check against the write position the one before left, a unit whose queue offset * 20
+  lies below it dropped: 5.5.1 and 5.3.3 ``-small-zeros-mixed``; a walk ending early at a damaged message, the start's
+  reput from the queues with ``recheckReputOffsetFromCq``: 5.5.1 and 5.3.3 ``-small-zeros-kept-damaged``).
   Where the cut deletes every such file and the store holds no other queue, no queue keeps a max and the start's
   reput begins at the min offset, before the walk's data file: it writes every queue anew from there, its records
   below the walk's last indexed one unindexed (``IndexService.buildIndex``: ``endPhyOffset``), so units follow the
@@ -151,7 +159,6 @@ from .dledger_crash_plan import DLedgerCrash
 from .dledger_crash_reput_before import reput_before_walk
 from .dledger_inside_index import indexed_again, inside_key_offsets
 from .dledger_inside_units import ParsedUnit, parsed_units
-from .dledger_queue_track import KIND_CQ, KIND_LIGHT
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
 from .dledger_walked_nothing import reput_after_cut
@@ -207,10 +214,11 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a queue the walk writes whose files
-            on disk hold no unit (``QueuesOnDisk.empty_queues``; one file of zeros named 0, ``zeros_queues``, is
-            modelled after a walk to the log's end, with or without the cut, the start's reput from the walk's data
+            on disk hold no unit (``QueuesOnDisk.empty_queues``; files all zeros, ``zeros_queues``, are
+            modelled with or without the cut (a walk ending early: with recheckReputOffsetFromCq), the start's
+            reput from the walk's data
             files on or, the cut deleting every such file and no other queue on disk, from before them, not set
-            inside an entry, the walk's own units only), a message check that ends the
+            inside an entry), a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
@@ -261,17 +269,18 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     after, reput_ends, past = None, -1, None
     walked = track.written()   # the queues the walk wrote
     empty = sorted(set(walked) & on_disk.empty_queues) if on_disk is not None else []
-    # a queue of one file of zeros (QueuesOnDisk.zeros_queues): checked against the broker after a walk to the log's
-    # end, with or without the cut, and the start's reput from the walk's data files on, not set inside an entry; not
-    # the others
+    # a queue of files of zeros (QueuesOnDisk.zeros_queues): checked against the broker with or without the cut, the
+    # start's reput from the walk's data files on, not set inside an entry; not the others
     zeros = sorted(set(walked) & on_disk.zeros_queues) if on_disk is not None else []
-    # one the walk writes both own and light units into: not checked (light units only: multiDispatchLmqQueue's
-    # putMessagePositionInfo appends them onto it from 0 as own ones, -small-zeros-light)
-    empty += [q for q in zeros if track.kinds(q) not in ({KIND_CQ}, {KIND_LIGHT})]
+    # own units, light ones (multiDispatchLmqQueue's putMessagePositionInfo appends them onto it from 0 as own ones,
+    # -small-zeros-light) or both (each by the queue offset check from the write position the one before left,
+    # dispatch_units, -small-zeros-mixed)
     if empty:
         raise _empty_refusal(empty)
-    if zeros and early:
-        raise _empty_refusal(zeros, "and the walk ends early")
+    # a walk ending early (a damaged message) onto such a queue: checked with recheckReputOffsetFromCq (5.5.1 cut, 5.3.3
+    # none: -small-zeros-kept-damaged); not the reput from the committed position
+    if zeros and early and not config.recheckReputOffsetFromCq:
+        raise _empty_refusal(zeros, "and the walk ends early, the start's reput from the committed position")
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
         after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,

@@ -165,9 +165,10 @@ class QueuesOnDisk:
     # walk's first unit goes onto such a file at 0 whatever its queue offset (no fillPreBlank units: the file was not
     # created in this run, MappedFile.isFirstCreateInQueue): not modelled but for zeros_queues
     empty_queues: frozenset[tuple[str, int]] = frozenset()
-    # of those, the ones whose one file, named 0, is all zeros (no ext unit on disk for it): modelled as a queue on
-    # disk, in consume_queues too (max_after_cut dispatches the walk's units onto that file from 0,
-    # putMessagePositionInfo's rule, then cuts it), when the walk writes a record's own units only into it
+    # of those, the ones whose files are all zeros (no ext unit on disk for it; with ext files, one file named 0):
+    # modelled as a queue on disk, in consume_queues too (max_after_cut dispatches the walk's units onto the file
+    # ConsumeQueue.recover stopped in from its start, putMessagePositionInfo's rule, then cuts it), its units own ones,
+    # light ones or both
     zeros_queues: frozenset[tuple[str, int]] = frozenset()
 
 

@@ -180,6 +180,14 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
+        held = (run.on_disk or {}).get(track.names[q])
+        if not batch and held is not None and held[1] and q not in walk.mixed and q not in walk.disk_mixed:
+            # a queue on disk whose file the cut left: putMessagePositionInfo's queue offset check against the write
+            # position there (queue bytes, the file's start included), which drops a unit whose queue offset * 20
+            # lies below it (not 0: "Build consume queue repeatedly"); a file of zeros named past 0 (the walk's units
+            # from its start whatever their queue offsets, the cut keeping its zeros unit at 0: -small-zeros-emptied-
+            # named) drops every cut unit there, queue offsets ascending: those it drops come first
+            again &= (rows[:, U_KEY] == 0) | (rows[:, U_KEY] * CQ_UNIT_SIZE >= held[2])
         n = int(again.sum())
         if q in walk.disk_mixed and (run.inside_from >= 0 or n or q in walk.both_disk):
             w = _disk_mixed_whole(run, q)

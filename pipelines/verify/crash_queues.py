@@ -92,18 +92,22 @@ def dledger_crash_on_disk(st: StoreLocation, config: BrokerConfig, dledger: DLed
                     out[hit] = int(file_name) // BCQ_RULES.unit_size + k[hit]
         return out
 
-    # the consume queues whose one file on disk, named 0, is all zeros (units that never reached the disk):
-    # ConsumeQueue.recover keeps it empty (max -1, write position 0), and the walk's putMessagePositionInfo appends
-    # onto it from 0 with no fillPreBlank unit (the file was not created in this run: MappedFile.isFirstCreateInQueue)
-    # whatever the first unit's queue offset, as onto any queue on disk (dispatch_units); with ext files on, its ext
-    # units from the ext queue's start: recover's last ext address stays 1, so ConsumeQueueExt.truncateByMaxAddress
-    # does nothing, and ConsumeQueueExt.put goes on at the ext files' end (QueuesOnDisk.ext_end), 0 when the queue has
-    # no ext unit on disk (checked only so: not with ext units on disk)
+    # the consume queues whose files on disk are all zeros (units that never reached the disk): ConsumeQueue.recover
+    # keeps the one it stops in (the third from the end, or the first) empty (max -1, write position its start) and
+    # MappedFileQueue.truncateDirtyFiles deletes those after it; the walk's putMessagePositionInfo appends onto it from
+    # there with no fillPreBlank unit (the file was not created in this run: MappedFile.isFirstCreateInQueue), a unit
+    # whose queue offset * 20 lies below the file's start plus its write position dropped, as onto any queue on disk
+    # (dispatch_units; a file named 220 after files 0 or alone, -small-zeros-named, -zeros-four,
+    # -zeros-emptied-named); with ext files on (one file named 0 only: not checked with others), its ext units from
+    # the ext queue's start: recover's last ext address stays 1, so ConsumeQueueExt.truncateByMaxAddress does nothing,
+    # and ConsumeQueueExt.put goes on at the ext files' end (QueuesOnDisk.ext_end), 0 when the queue has no ext unit
+    # on disk (checked only so: not with ext units on disk)
     empty = [s for s in states if s.loaded and s.restart.layout == CQ_DIR and len(s.tail_files)
              and s.restart.max_physic_offset < 0]
-    zeros = {id(s) for s in empty if _all_zeros_at_0(s.tail_files, s.older_files)
-             and (not s.ext_file_size or not s.restart.ext_write_position)}
-    # the queues that hold units after the store's load (or that one file of zeros): (topic, queue id), state, a batch
+    zeros = {id(s) for s in empty if _all_zeros(s.tail_files, s.older_files)
+             and (not s.ext_file_size or not s.restart.ext_write_position
+                  and [int(name) for name, *_rest in s.tail_files] == [0])}
+    # the queues that hold units after the store's load (or those files of zeros): (topic, queue id), state, a batch
     # queue's or not
     loaded = [((topic, int(qid)), s, s.restart.layout == BCQ_DIR) for s in states
               if s.restart.max_physic_offset >= 0 or id(s) in zeros for topic, qid in [s.restart.queue.rsplit("/", 1)]]
@@ -122,9 +126,9 @@ def dledger_crash_on_disk(st: StoreLocation, config: BrokerConfig, dledger: DLed
         return None, str(e)
 
 
-def _all_zeros_at_0(tail_files: Any, older_files: int) -> bool:
-    """A queue's files as ``ConsumeQueue.recover`` left them are one file named 0 whose units are all zeros."""
-    if older_files or len(tail_files) != 1:
+def _all_zeros(tail_files: Any, older_files: int) -> bool:
+    """A queue's files as ``ConsumeQueue.recover`` left them are all zeros (every file it kept, whatever its name)."""
+    if older_files or not len(tail_files):
         return False
-    name, off, mx, ok, tags = tail_files[0]
-    return int(name) == 0 and not ok.any() and not off.any() and not mx.any() and not tags.any()
+    return all(not ok.any() and not off.any() and not mx.any() and not tags.any()
+               for _name, off, mx, ok, tags in tail_files)
