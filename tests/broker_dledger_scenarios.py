@@ -627,7 +627,9 @@ def past_2gib_abort_scenario(line: str) -> dict:
         n = min(PAST_2GIB_BATCH, t0 - k)
         messages.append({"topic": "T0", "queueId": 0, "batch": [{"bodySize": 4096}] * n})
     messages.append({"topic": "T9", "queueId": 0, "bodySize": 100})
-    return {"config": conf, "messages": messages, "abort": True, "reportQueues": True,
+    # the walk's start is the checkpoint's (its last data file), not the first data file the harness otherwise
+    # pins a 5.3.3 crash store's walk to (WalkStart.firstFile)
+    return {"config": conf, "messages": messages, "abort": True, "reportQueues": True, "crashWalkFromCheckpoint": True,
             "name": f"{line}-dledger-abort-past-2gib"}
 
 

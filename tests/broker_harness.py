@@ -29,7 +29,8 @@ check answers the first file (2999 ms past the earliest later file's first store
 value), asks it again, and the line adds ``checkpointTimestampsSet`` (``was``, ``set``, ``movedFrom``); on 5.3.3
 nothing else on the restart reads them, and ``before/checkpoint`` (which ``verify``/``--as-restart`` read) holds
 them.  Should the check still answer a later file, the store is written again once, its puts alone in the JVM
-(``crashWalkRewritten``: why; a second miss fails the scenario).
+(``crashWalkRewritten``: why; a second miss fails the scenario). ``crashWalkFromCheckpoint`` leaves the walk's
+start as the checkpoint sets it (the stores past 2 GiB, whose thorough checkpoint flush means their last data file).
 
 BatchCQ topics (5.x; scenarios in :mod:`broker_batchcq_scenarios`): ``batchTopics`` lists topics the
 writer gives ``queue.type=BatchCQ`` in ``<dir>/store/config/topics.json`` (kept there; the 5.x store

@@ -141,6 +141,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * (puts slowed 3 s past that file's start) the checkpoint's timestamps are lowered until it is the first
  * ({@link WalkStart#firstFile}: the line adds {@code checkpointTimestampsSet}); should it still be a later one the
  * store is written again, once, and the line adds {@code crashWalkRewritten} (why); a second miss fails it.
+ * {@code crashWalkFromCheckpoint} leaves the walk's start as the checkpoint sets it (a store past 2 GiB whose
+ * thorough checkpoint flush means the walk from its last data file).
  */
 public final class Writer {
     private Writer() {
@@ -257,7 +259,7 @@ public final class Writer {
                 phaseProps = off;
             }
             put(phaseProps, root, topics, batchTopics, phases.get(i), statuses, out, wrote,
-                sc.has("abort") && sc.get("abort").getAsBoolean());
+                sc.has("abort") && sc.get("abort").getAsBoolean() && !sc.has("crashWalkFromCheckpoint"));
         }
         JsonObject st = new JsonObject();
         statuses.forEach(st::addProperty);
