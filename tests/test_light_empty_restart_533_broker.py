@@ -15,7 +15,8 @@ broker wrote (the checks of those two modules, run on the 5.3.3 stores), then ``
 One rule is 5.3.3's own: its ``ConsumeQueue.correctMinOffset`` reads before the start of a queue's last file when
 nothing was written there, so a start whose dispatch leaves a reopened queue so fails (``-empty-last``: files of two
 units; with three the same store starts), which ``verify`` and ``--as-restart`` say in one line
-(:func:`store_format.empty_topic_restart.start_fails`).
+(:func:`store_format.empty_topic_restart.start_fails`); the 5.5.1 broker starts over the same store
+(``PIPELINES_FULL_SUITE=1``) and ``--as-restart`` writes its files.
 
 By default ``-empty-last`` (the 5.5.1 modules check the shared rule by default); ``PIPELINES_FULL_SUITE=1`` adds
 ``-planted`` (the recovery's units written over planted files, ``fillPreBlank`` before queue 0's), ``-later``
@@ -23,6 +24,7 @@ By default ``-empty-last`` (the 5.5.1 modules check the shared rule by default);
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import broker_harness as bh
@@ -38,13 +40,13 @@ bh.skip_without_tools()
 LINE = "5.3.3"
 
 
-def _empty_last() -> dict:
+def _empty_last(line: str = LINE) -> dict:
     """``-empty-last``: consume queue files of two units (``mappedFileSizeConsumeQueue=40``) and one more request
     asking topic "" queue 1 for queue offset 1 (``",%LMQ%a"``, ``"1,3"``, put last): that queue's file 0 holds its
     units asked for 0 and 9 (the second appended after the first), full, so the put opens file 40 for this unit and
     the queue offset check drops it (20 below the write position 40): an empty last file.  The restart (queue
     folders deleted) dispatches every record again, leaving the reopened queue so (``loadMayFail``)."""
-    files = next(sc for sc in restart.empty_name_scenarios(LINE) if sc["name"].endswith("-files"))
+    files = next(sc for sc in restart.empty_name_scenarios(line) if sc["name"].endswith("-files"))
     extra = Messages(142, ["T1"], queues=2).one(
         queueId=1, properties={"INNER_MULTI_DISPATCH": ",%LMQ%a", "INNER_MULTI_QUEUE_OFFSET": "1,3"})
     return {**files, "name": f"{files['name']}-empty-last", "messages": [*files["messages"], extra],
@@ -54,9 +56,12 @@ def _empty_last() -> dict:
 _SCENARIOS = [sc for sc in restart.restart_scenarios(LINE) if not sc["name"].endswith("-kept")] \
     + reopen.reopen_scenarios(LINE) + [_empty_last()]
 SCENARIOS = {LINE: bh.bounded(_SCENARIOS, full_only=("-cut", "-crash", "-later", "-planted"))}
+if os.environ.get("PIPELINES_FULL_SUITE", "") not in ("", "0"):   # 5.5.1's start over the same store (guarded)
+    SCENARIOS["5.5.1"] = [_empty_last("5.5.1")]
 KEPT, LATER, PLANTED, EMPTY_LAST = ([pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS[LINE]
                                      if sc["name"].endswith(ends)]
                                     for ends in (("-cut", "-crash"), ("-later",), ("-planted",), ("-empty-last",)))
+EMPTY_LAST_551 = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS.get("5.5.1", ())]
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "5.3.3 file queue store(s) whose start finds topic \"\" files", threads=1)
 
@@ -134,3 +139,16 @@ def test_a_start_leaving_a_reopened_queue_an_empty_last_file_fails(written, name
     notes = [n for n in notes if n.startswith('topic "" queue')]
     assert len(notes) == 1 and notes[0].startswith('topic "" queue(s) 1 ') \
         and "5.3.3 store's start fails" in notes[0], notes
+
+
+@pytest.mark.parametrize("name", EMPTY_LAST_551)
+def test_the_5_5_1_start_over_the_same_store_keeps_the_empty_last_file(written, name):
+    """``-empty-last`` on 5.5.1 (``PIPELINES_FULL_SUITE=1``), whose ``correctMinOffset`` guards the last file's read
+    position: what the broker wrote, its restart loaded and left topic "" queue 1 two files, ``00000000000000000040``
+    all zeros; ``rebuild --as-restart`` of ``before/`` writes every consume queue and index file as the broker's."""
+    d, w = Path(written["scenario"]["dir"]), written["written"]
+    assert w.get("ok") and not w.get("loadFailed"), w
+    q1 = d / "expected" / "consumequeue" / "1"
+    assert sorted(p.name for p in q1.iterdir()) == [f"{0:020d}", f"{40:020d}"], sorted(q1.iterdir())
+    assert not (q1 / f"{40:020d}").read_bytes().strip(b"\0") and (q1 / f"{0:020d}").read_bytes().strip(b"\0")
+    bh.restart_files_are_the_broker_s(written)
