@@ -307,7 +307,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                 "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt")
         # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
         queue_0 = [("", qid, start) for qid, start in topic_empty_over_held(
-            st, staged.staging_uri, topic_empty, staged.read_staged, config.cq_file_size, recovery, bool(requests))] \
+            st, staged.staging_uri, topic_empty, staged.read_staged, config, recovery, bool(requests))] \
             if as_restart and not config.rocksdb_cq else []
         done = {f"{cq_queue_folder('', qid)}/{cq_file_name(start)}" for _, qid, start in queue_0}
         for rel, pieces in empty_request_files(config, stops, st if as_restart else None, inside_blanks(recovery)):

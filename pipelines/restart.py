@@ -14,7 +14,13 @@ from store_format.dledger_inside_units import Placed
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.dledger_rocksdb_restart import RocksDLedgerRestart, plan_rocksdb_dledger_restart
 from store_format.empty_request_held import HELD_FOLDERS
-from store_format.empty_topic_restart import held_topic_empty_files, is_topic_empty_file, over_held, written_prefix
+from store_format.empty_topic_restart import (
+    held_topic_empty_files,
+    is_topic_empty_file,
+    over_held,
+    start_fails,
+    written_prefix,
+)
 from store_format.errors import StoreError, UnsupportedConfigError
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
 from store_format.store import (
@@ -463,7 +469,7 @@ def _held_queue_files(st: StoreLocation) -> list[str]:
 
 
 def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: list[tuple[int, int]],
-                          read_staged, file_size: int, recovery: object,  # noqa: ANN001
+                          read_staged, config: BrokerConfig, recovery: object,  # noqa: ANN001
                           requests: bool = False) -> list[tuple[int, int]]:
     """``--as-restart`` over a store holding topic ""'s files (``consumequeue/<queueId>/<name>``, which the start does
     not load: :mod:`store_format.empty_topic_restart`): each file the restart's dispatch writes (``built_topic_empty``:
@@ -472,9 +478,18 @@ def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: li
     of the store copied as it is; the (queue id, file start) of each file written.  A second reput (``RecoveryPlan.
     restart_reput_from``) over such held files is refused in one line (what the recovery's ``truncateDirtyLogicFiles``
     reads past the written bytes sets where it puts).  ``requests``: blanks' empty requests write topic "" queue 0
-    (``store_format.empty_request_held``, which then keeps or writes over ``consumequeue/0/``'s files)."""
+    (``store_format.empty_request_held``, which then keeps or writes over ``consumequeue/0/``'s files).  A 5.3.3
+    start that this dispatch leaves a queue with an empty last file fails
+    (:func:`~store_format.empty_topic_restart.start_fails`): refused in one line, held files or not."""
     from .build import write_file
 
+    written: dict[int, dict[int, bytes]] = {}
+    for qid, start in built_topic_empty:
+        written.setdefault(qid, {})[start] = read_staged(f"{cq_queue_folder('', qid)}/{cq_file_name(start)}")
+    why = start_fails(written, config)
+    if why:
+        raise UnsupportedConfigError(f"{st.uri}: --as-restart: {why}")
+    file_size = config.cq_file_size
     held = {rel: data for rel, data in held_topic_empty_files(st).items()
             if not (requests and rel.rsplit("/", 1)[0] == HELD_FOLDERS[0])}
     if not held:

@@ -2,8 +2,8 @@
 empty queue, ``ConsumeQueue.multiDispatchLmqQueue``) across a broker start: what the start leaves of the files it
 finds there, and what its dispatch writes over them.
 
-Mirrors rocketmq-store 5.5.1 (rocketmq-all-4.9.8: ``DefaultMessageStore.loadConsumeQueue``, the same rules)
-``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.findConsumeQueue``
+Mirrors rocketmq-store 5.5.1 (rocketmq-all-5.3.3 the same; rocketmq-all-4.9.8: ``DefaultMessageStore.loadConsumeQueue``,
+the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.findConsumeQueue``
 (``ConsumeQueueStore.findOrCreateConsumeQueue``), ``ConsumeQueue.putMessagePositionInfo`` / ``fillPreBlank``,
 ``ConsumeQueue.truncateDirtyLogicFiles``, ``MappedFileQueue.getLastMappedFile`` (``isFirstCreateInQueue``) and
 ``DefaultMappedFile.init``.
@@ -22,18 +22,26 @@ Mirrors rocketmq-store 5.5.1 (rocketmq-all-4.9.8: ``DefaultMessageStore.loadCons
   opened stays as it was.  So topic ""'s files after the start are a fresh queue's writes of the records dispatched
   again (:func:`written_prefix` of the file such a queue builds) over the store's files (:func:`over_held`).
 * The recovery's ``truncateDirtyLogicFiles`` then walks the reopened queue's last file from its start: its first unit
-  is one the dispatch wrote (below the cut), so no file is deleted and no byte changes; on 5.5.1 nothing is put to it
-  afterwards (the start's reput begins at the commitlog's end).  A start that dispatches such a record again later
-  (a second reput, ``recheckReputOffsetFromCq``) puts after a write position that walk may have moved past the
-  written bytes over the store's own: not modelled (:func:`restart_refusal`).
+  is one the dispatch wrote (below the cut), so no file is deleted and no byte changes; on 5.x nothing is put to it
+  afterwards (the start's reput begins at the commitlog's end: ``CommitLog.getConfirmOffset``, its max offset).  A
+  start that dispatches such a record again later (a second reput, ``recheckReputOffsetFromCq``) puts after a write
+  position that walk may have moved past the written bytes over the store's own: not modelled
+  (:func:`restart_refusal`).
+* 5.3.3: the same start (``loadConsumeQueues`` walks the folders as 5.5.1's; ``recoverNormally`` dispatches the
+  records past ``getMaxPhyOffsetInConsumeQueue``, ``recoverAbnormally``'s walk every record from its first data file;
+  the same ``putMessagePositionInfo`` and ``truncateDirtyLogicFiles``).  Its ``correctMinOffset`` (5.5.1 guards it)
+  reads before the start of a queue's last file when nothing was written there: a dispatch leaving a reopened queue
+  so fails the start (:func:`start_fails`).
 * 4.9.8: ``recoverNormally`` dispatches nothing, the start's reput from the loaded queues' max physical offset on (that
   record included) reopens the queue the same way; after ``recoverAbnormally``'s walk that reput dispatches again
   the records from the queues' max on, which ``pipelines.verify.topic_empty`` refuses where one names an empty queue.
 
-Checked against the 5.5.1 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a cut, a
-crash walk that dispatches every such record again) and tests/test_light_empty_reopen_broker.py (a start dispatching
-only the later ones: ``fillPreBlank`` over the earlier units; files planted before a start over deleted queue folders;
-4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too).
+Checked against the 5.5.1, 5.3.3 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a
+cut, a crash walk that dispatches every such record again), tests/test_light_empty_reopen_broker.py (a start
+dispatching only the later ones: ``fillPreBlank`` over the earlier units; files planted before a start over deleted
+queue folders; 4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too) and tests/test_light_empty_restart_533_broker.py
+(the same shapes on 5.3.3: planted files by default, a cut, a crash walk and the later ones with
+``PIPELINES_FULL_SUITE=1``).
 """
 from __future__ import annotations
 
@@ -48,7 +56,7 @@ from .store import StoreLocation
 from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
 __all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
-           "over_held", "restart_refusal", "empty_name_units", "reopened_files"]
+           "over_held", "restart_refusal", "start_fails", "empty_name_units", "reopened_files"]
 
 
 def is_topic_empty_file(rel: str) -> bool:
@@ -91,11 +99,11 @@ def over_held(held: bytes | None, written: bytes, size: int) -> bytes:
 
 
 def restart_refusal(config: BrokerConfig) -> str:
-    """Why a restart over empty-name records on file consume queues is not predicted (empty: it is): only the 5.5
-    and 4.9 lines' file stores (the brokers checked, 5.5.1 and 4.9.8) not over a DLedger commitlog, on 5.5 without a
-    second reput (``recheckReputOffsetFromCq``), are."""
-    if config.brokerVersion not in ("5.5", "4"):
-        why = "on the 5.0-5.3 line (checked on 5.5.1 and 4.9.8 only)"
+    """Why a restart over empty-name records on file consume queues is not predicted (empty: it is): only file stores
+    of a known broker line (the brokers checked: 5.5.1, 5.3.3 and 4.9.8) not over a DLedger commitlog, on 5.x without
+    a second reput (``recheckReputOffsetFromCq``), are."""
+    if config.brokerVersion not in ("5.5", "5", "4"):
+        why = "with the broker line not known (brokerVersion auto: give --broker-version)"
     elif config.enableDLegerCommitLog:
         why = "over a DLedger commitlog"
     elif config.is_5x and config.recheckReputOffsetFromCq:
@@ -105,6 +113,23 @@ def restart_refusal(config: BrokerConfig) -> str:
     return ("a multi-dispatch request names an empty queue, whose files (consumequeue/<queueId>/, topic \"\" of "
             "ConsumeQueue.multiDispatchLmqQueue) a broker start loads as topic \"<queueId>\" and reopens when it "
             f"dispatches such a record again: a restart over them is not modelled {why}")
+
+
+def start_fails(written: dict[int, dict[int, bytes]], config: BrokerConfig) -> str:
+    """Why a 5.3.3 start whose recovery reopens topic "" queues fails (empty: it does not): ``written`` per queue id,
+    the bytes its dispatch writes from the start of each file it opens (:func:`reopened_files`).  A queue whose last
+    file got no unit (``getLastMappedFile`` created it after a full file for a unit the queue offset check then
+    dropped) makes ``recoverTopicQueueTable``'s ``ConsumeQueue.correctMinOffset`` (5.3.3: no guard on the last
+    file's read position, which 5.5.1 added) select the 20 bytes before that file's start: the load fails."""
+    if config.brokerVersion != "5":
+        return ""
+    empty = sorted(q for q, files in written.items() if files and not written_prefix(files[max(files)]))
+    if not empty:
+        return ""
+    return (f'topic "" queue(s) {", ".join(map(str, empty))} (a multi-dispatch request names an empty queue): the '
+            "start's dispatch reopens them and leaves the last consume queue file it opens empty (a unit the queue "
+            "offset check drops after a full file), so the 5.3.3 store's start fails (ConsumeQueue.correctMinOffset "
+            "in recoverTopicQueueTable reads before that file's start): no restart to predict")
 
 
 def empty_light_names_on_restart(res: WalkResult, config: BrokerConfig) -> str:

@@ -45,6 +45,7 @@ PLANTED = {f"consumequeue/0/{FIRST}": planted_bytes(200, 1), f"consumequeue/1/{F
 # 4's end; on 4.9.8 put 4's units too, so that it is put 4's offset, where 4.9.8's reput starts (5.5.1's
 # recoverNormally would dispatch only the records past it)
 LATER = {"5.5.1": (("T0/0", 3), ("T0/1", 2), ("T1/0", 1), ("T1/1", 1), ("x/0", 7), ("%LMQ%a/1", 1)),
+         "5.3.3": (("T0/0", 3), ("T0/1", 2), ("T1/0", 1), ("T1/1", 1), ("x/0", 7), ("%LMQ%a/1", 1)),
          "4.9.8": (("T0/0", 3), ("T0/1", 2), ("T1/0", 2), ("T1/1", 1), ("x/0", 7), ("%LMQ%a/1", 1), ("%LMQ%a/0", 1),
                    ("%LMQ%b/0", 1))}
 # -later's topic "" queues 1 and 0 after the start: slot -> the request whose record's unit lies there (blank units
@@ -52,11 +53,12 @@ LATER = {"5.5.1": (("T0/0", 3), ("T0/1", 2), ("T1/0", 1), ("T1/1", 1), ("x/0", 7
 # put 6's request (asking for 9) and queue 0 put 10's (asking for 5); 4.9.8, whose put wrote 0 and 1 into the
 # records, also put 4's, at 0 (its reput starts at that record)
 LATER_AFTER = {"5.5.1": ({9: 2}, {5: 4}, {0: (1, 1), 1: (1, 1)}, 2),
+               "5.3.3": ({9: 2}, {5: 4}, {0: (1, 1), 1: (1, 1)}, 2),
                "4.9.8": ({1: 2}, {0: 1, 1: 4}, {0: (2, 0), 1: (1, 1)}, 1)}
-PUT_4_AT = {"5.5.1": 4, "4.9.8": 0}   # where put 4's unit of topic "" queue 0 lies in the store's file
+PUT_4_AT = {"5.5.1": 4, "5.3.3": 4, "4.9.8": 0}   # where put 4's unit of topic "" queue 0 lies in the store's file
 
 
-def _scenarios(line: str) -> list[dict]:
+def reopen_scenarios(line: str) -> list[dict]:
     """``-later`` and ``-planted`` (module docstring); on 4.9.8 also ``-crash`` (as
     tests/test_light_empty_restart_broker.py's: an abort file, the last units of T0/0, T0/1, T1/1 and every unit of
     x/0 zeroed)."""
@@ -73,7 +75,7 @@ def _scenarios(line: str) -> list[dict]:
 
 
 # 4.9.8 (PIPELINES_FULL_SUITE=1): its put writes INNER_MULTI_QUEUE_OFFSET itself (0, 1 for topic ""'s queues)
-SCENARIOS = {line: _scenarios(line) for line in (("5.5.1", "4.9.8") if FULL else ("5.5.1",))}
+SCENARIOS = {line: reopen_scenarios(line) for line in (("5.5.1", "4.9.8") if FULL else ("5.5.1",))}
 LATER_CASES, PLANTED_CASES, CRASH_CASES = ([pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values()
                                             for sc in scs if sc["name"].endswith(end)]
                                            for end in ("-later", "-planted", "-crash"))

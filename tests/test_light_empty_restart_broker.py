@@ -29,14 +29,20 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 bh.skip_without_tools()
 
 LINE = "5.5.1"
-_FILES = next(sc for sc in empty_name_scenarios(LINE) if sc["name"].endswith("-files"))
-# puts: message 0, then (plain, request) pairs, then a last plain one: put 6 is the third request's record
-_SCENARIOS = [{**_FILES, "name": f"{_FILES['name']}-cut", "keepQueues": True, "damageMessage": 6},
-              {**_FILES, "name": f"{_FILES['name']}-kept", "keepQueues": True, "keepBefore": True},
-              {**_FILES, "name": f"{_FILES['name']}-crash", "keepQueues": True, "abort": True,
-               "zeroQueueTail": [{"path": f"consumequeue/{q}", "units": n, "unitSize": 20}
-                                 for q, n in (("T0/0", 1), ("T0/1", 1), ("T1/1", 1), ("x/0", 7))]}]
-SCENARIOS = {LINE: bh.bounded(_SCENARIOS, full_only=("-kept",))}
+
+
+def restart_scenarios(line: str) -> list[dict]:
+    """``-cut``, ``-kept`` and ``-crash`` (module docstring) of broker line ``line``."""
+    files = next(sc for sc in empty_name_scenarios(line) if sc["name"].endswith("-files"))
+    # puts: message 0, then (plain, request) pairs, then a last plain one: put 6 is the third request's record
+    return [{**files, "name": f"{files['name']}-cut", "keepQueues": True, "damageMessage": 6},
+            {**files, "name": f"{files['name']}-kept", "keepQueues": True, "keepBefore": True},
+            {**files, "name": f"{files['name']}-crash", "keepQueues": True, "abort": True,
+             "zeroQueueTail": [{"path": f"consumequeue/{q}", "units": n, "unitSize": 20}
+                               for q, n in (("T0/0", 1), ("T0/1", 1), ("T1/1", 1), ("x/0", 7))]}]
+
+
+SCENARIOS = {LINE: bh.bounded(restart_scenarios(LINE), full_only=("-kept",))}
 CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS[LINE]]
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "file queue store(s) with topic \"\" files, restarted", threads=1)

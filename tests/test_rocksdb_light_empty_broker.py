@@ -21,8 +21,7 @@ with an empty topic), where a topic's queue folders would be, by the file queue'
 ``<name>-<queueId>``, 0 for a queue it has not seen), so the commitlog holds 0, 1, ... for topic "" there, not the
 client's offsets.  Our rebuild writes the broker's ``consumequeue/`` and ``index/`` byte for byte
 (:func:`store_format.walkresult.light_units_put`, :func:`store_format.consumequeue.cq_queue_folder`); ``--as-restart``
-writes it as the 5.5.1 and 4.9.8 restarts do and refuses it on 5.3.3 in one line
-(:func:`store_format.empty_topic_restart.restart_refusal`).
+writes it as the 5.5.1, 5.3.3 and 4.9.8 restarts do (:mod:`store_format.empty_topic_restart`).
 """
 from __future__ import annotations
 
@@ -234,20 +233,15 @@ def test_messages_table_lists_topic_empty_units_of_the_broker_s_files(written, n
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_as_restart_writes_the_broker_s_files_and_refuses_5_3_3(written, name):
-    """The broker's restart of the store (its queue folders deleted: ``expected/``) reopens topic "" as any queue: on
-    5.5.1 ``rebuild --as-restart`` writes its ``consumequeue/`` byte for byte (:mod:`store_format.empty_topic_restart`,
-    a start over such files: tests/test_light_empty_reopen_broker.py), and on 4.9.8; on 5.3.3 (not checked) it exits 2
-    with one error line naming the empty queue."""
+def test_as_restart_writes_the_broker_s_files(written, name):
+    """The broker's restart of the store (its queue folders deleted: ``expected/``) reopens topic "" as any queue:
+    ``rebuild --as-restart`` writes its ``consumequeue/`` byte for byte on 5.5.1, 5.3.3 and 4.9.8
+    (:mod:`store_format.empty_topic_restart`; a start over such files: tests/test_light_empty_reopen_broker.py, on
+    5.3.3 tests/test_light_empty_restart_533_broker.py)."""
     d, version = Path(written["scenario"]["dir"]), bh.BROKER_VERSION_ARG[written["line"]]
     code, _, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours-restart"), "--as-restart",
                            "--config", str(d / "broker.conf"), "--broker-version", version, "--split-size", "4k",
                            "--no-tables"])
-    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
-    if written["line"] == "5.3.3":
-        assert code == 2 and len(errors) == 1, err[-2000:]
-        assert "names an empty queue" in errors[0] and "multiDispatchLmqQueue" in errors[0], errors[0]
-        return
     assert code == 0, err[-2000:]
     exp, ours = d / "expected" / "consumequeue", d / "ours-restart" / "consumequeue"
     names = sorted(str(p.relative_to(exp)) for p in exp.rglob("*") if p.is_file())

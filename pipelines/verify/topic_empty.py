@@ -19,6 +19,7 @@ from store_format.empty_topic_restart import (
     over_held,
     reopened_files,
     restart_refusal,
+    start_fails,
 )
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
 from store_format.store import StoreLocation
@@ -65,6 +66,10 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
                            "bytes on disk past the walk's (not modelled)")
             return
     written = reopened_files(units, sizes, config.cq_file_size)
+    why = start_fails({q: files for q, (files, _) in written.items()}, config)
+    if why:
+        p.notes.append(why)
+        return
     held: dict[int, dict[int, bytes]] = {}
     for rel in files:
         folder, name = rel.split("/")
