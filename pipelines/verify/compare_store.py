@@ -38,7 +38,8 @@ from .crash_queues import dledger_crash_on_disk
 from .crash_units import cut_lost, held_after_cut, parsed_kept
 from .ext_reput import ext_reput_puts
 from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, RestartPrediction, VerifyReport
-from .restart import predict_restart, recover_queue
+from .restart import predict_restart
+from .restart_queue import recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, queue_files, read_all
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ class _Compared:
     ref_fs: pafs.FileSystem
     ref: str
     cq_results: list[ConsumeQueueFileResult]
-    states: list                      # every queue as the start recovers it (restart.recover_queue)
+    states: list                      # every queue as the start recovers it (restart_queue.recover_queue)
     store_cq: dict[str, int]          # consumequeue/'s files (relative path: size); {} for a RocksDB one
     ext_results: list[QueueFileResult] | None
     bcq_results: list[QueueFileResult] | None
@@ -474,7 +475,7 @@ def _explain_recovery(restart: RestartPrediction, st: StoreLocation, config: Bro
 
 def _batch_states(st: StoreLocation, ref_fs: pafs.FileSystem, ref: str, config: BrokerConfig) -> list:
     """Every ``batchconsumequeue/<topic>/<queueId>`` of the store or the rebuild through
-    :func:`~.restart.recover_queue` (``BatchConsumeQueue.recover``; folders that are not queue numbers are
+    :func:`~.restart_queue.recover_queue` (``BatchConsumeQueue.recover``; folders that are not queue numbers are
     skipped, as ``ConsumeQueueStore.loadConsumeQueues`` does)."""
     queues = {rel.rsplit("/", 1)[0] for fs, r in ((st.fs, st.root), (ref_fs, ref))
               for rel in list_tree(fs, f"{r}/{BCQ_DIR}") if rel.count("/") == 2}
