@@ -54,7 +54,11 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
     ``after_load``: per queue, its max physical offset and write position once the store's load
     has run a 5.x DLedger crash restart's walk and cut (:attr:`store_format.dledger_crash_cut.QueueCut.loaded`), which
     the queue's report gives instead of ``ConsumeQueue.recover``'s (the queue before the start's reput, as for every
-    other restart).
+    other restart).  It is applied once the reput is counted, while :func:`~.crash_units.held_after_cut` (a queue on
+    disk the reput appends to before the walk's data file) sets the cut's state before this prediction: at either
+    moment alone a figure moves (both before: the walked-nothing stores' ``max_physic_offset_in_queues``; both after:
+    the units the reput appends to such a held queue, decided against ``recover``'s max instead of the cut's; both
+    after the load's max is taken, before the reput: a held queue's ``max_physic_offset_in_queues``).
     """
     p = _loaded(states, config, clean_shutdown, commitlog_min, commitlog_end)
     abnormal = abnormal_from is not None and dispatch_from is None and truncate_at is None
