@@ -163,7 +163,8 @@ def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_pre
 def test_predict_restart_says_in_one_line_that_a_queues_ext_units_orphaned_are_not_predicted():
     """``ext_not_predicted``: the queue's figure left at 0 (out of the plan's total) and one note naming it; its
     ext units appended still predicted."""
-    from pipelines.verify.restart import predict_restart, recover_queue
+    from pipelines.verify.restart import predict_restart
+    from pipelines.verify.restart_queue import recover_queue
     from store_format.config import BrokerConfig
     config = BrokerConfig.from_properties({"brokerVersion": "5.5", "enableConsumeQueueExt": "true"})
 

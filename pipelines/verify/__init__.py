@@ -66,7 +66,8 @@ from .report import (
     UnitDifference,
     VerifyReport,
 )
-from .restart import predict_restart, recover_queue, truncate_queue
+from .restart import predict_restart
+from .restart_queue import recover_queue, truncate_queue
 
 __all__ = [
     "BrokerCheck", "ConsumeQueueFileResult", "IndexFileResult", "KeyExample", "QueueFileResult", "QueueRestart",

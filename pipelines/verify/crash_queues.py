@@ -79,8 +79,8 @@ def dledger_crash_on_disk(st: StoreLocation, config: BrokerConfig, dledger: DLed
 
     def batch_position(name: tuple[str, int], offsets: np.ndarray) -> np.ndarray:
         """The unit numbers at which a batch queue on disk holds the units of commitlog ``offsets`` (-1: not in
-        its last files, :class:`~.restart._QueueState`'s ``tail_files``): searched among each file's units up to the
-        first one ``recover`` does not accept (in commitlog order; the zeros past them are no units)."""
+        its last files, :class:`~.restart_queue.QueueState`'s ``tail_files``): searched among each file's units up to
+        the first one ``recover`` does not accept (in commitlog order; the zeros past them are no units)."""
         out = np.full(len(offsets), -1, dtype=np.int64)
         for s in states:
             if s.restart.layout == BCQ_DIR and s.restart.queue == f"{name[0]}/{name[1]}":

@@ -10,6 +10,7 @@ import pyarrow.fs as pafs
 
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, SEGMENT_NAME_RE
+from store_format.store import StoreLocation
 
 CQ_DIR = "consumequeue"
 CQ_EXT_DIR = "consumequeue_ext"   # StorePathConfigHelper.getStorePathConsumeQueueExt
@@ -54,3 +55,17 @@ def cq_units(data: bytes | memoryview) -> np.ndarray:
 def queue_files(fs: pafs.FileSystem, folder: str) -> list[tuple[str, bytes]]:
     """The files of one queue folder that its MappedFileQueue maps (20-digit names), with their bytes."""
     return [(n, read_all(fs, f"{folder}/{n}")) for n in sorted(list_tree(fs, folder)) if SEGMENT_NAME_RE.match(n)]
+
+
+def end_of_data(st: StoreLocation, data_end: int | None) -> int:
+    """Where the store's commitlog data ends as the rebuild read it: its ``data_end``, else the last segment's end."""
+    return data_end if data_end is not None else st.segments[-1].end
+
+
+def checkpoint_index_ts(fs: pafs.FileSystem, root: str) -> int | None:
+    """``StoreCheckpoint.indexMsgTimestamp``: the long at byte 16 of ``checkpoint``."""
+    path = f"{root}/checkpoint"
+    if fs.get_file_info(path).type != pafs.FileType.File:
+        return None
+    data = read_all(fs, path)
+    return int.from_bytes(data[16:24], "big", signed=True) if len(data) >= 24 else None
