@@ -278,9 +278,11 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     if empty:
         raise _empty_refusal(empty)
     # a walk ending early (a damaged message) onto such a queue: checked with recheckReputOffsetFromCq (5.5.1 cut, 5.3.3
-    # none: -small-zeros-kept-damaged); not the reput from the committed position
-    if zeros and early and not config.recheckReputOffsetFromCq:
-        raise _empty_refusal(zeros, "and the walk ends early, the start's reput from the committed position")
+    # none: -small-zeros-kept-damaged) and without it with the committed position at the log's end, where the start's
+    # reput dispatches nothing (-small-zeros-kept-damaged-norecheck); not a committed position inside the log
+    if zeros and early and not config.recheckReputOffsetFromCq and rec.committed_pos < rec.process_offset:
+        raise _empty_refusal(zeros, "and the walk ends early, the start's reput from the committed position inside "
+                             "the log (modelled: at its end)")
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
         after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,

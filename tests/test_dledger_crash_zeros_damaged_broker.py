@@ -14,8 +14,9 @@ byte of message 197 (a T1/0 one in the last data file, past ``processOffset``) d
 * ``-zeros-emptied-damaged`` (full suite): the walk ends before T9/0's one message of the last data file (199), so it
   writes nothing into T9/0's file of zeros; the 5.5.1 cut still reads that file's first unit (zeros, offset 0 below
   ``processOffset``) and keeps it (write position 20, max 0), and the reput appends 199's unit at 20.
-* ``-zeros-kept-damaged-norecheck`` (full suite): ``-zeros-kept-damaged`` without ``recheckReputOffsetFromCq`` (the
-  start's reput from the committed position, the log's end): not checked, ``verify`` refuses it in one line.
+
+``-zeros-kept-damaged`` without ``recheckReputOffsetFromCq`` (the start's reput from the committed position, the log's
+end) is :mod:`test_dledger_crash_damaged_norecheck_broker`'s.
 
 ``verify`` on the store as the restart found it predicts the units lost, queue by queue, and the index keys put again as
 the broker's files hold them.
@@ -27,7 +28,7 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_2gib import BLANK_MAX
-from test_dledger_crash_zeros_broker import _units, _verify, _verify_as_the_broker, _zeros_planted, zeros_scenarios
+from test_dledger_crash_zeros_broker import _units, _verify_as_the_broker, _zeros_planted, zeros_scenarios
 from test_dledger_crash_zeros_mixed_broker import _offsets
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
@@ -40,17 +41,13 @@ DAMAGED = 197
 
 
 def damaged_scenarios(line: str) -> list[dict]:
-    """The module docstring's stores of ``line`` (5.3.3: the first two)."""
+    """The module docstring's stores of ``line``."""
     kept, emptied = zeros_scenarios(line)
-    d = {**kept, "damageMessage": DAMAGED, "name": f"{kept['name']}-damaged"}
-    out = [d, {**emptied, "damageMessage": DAMAGED, "name": f"{emptied['name']}-damaged"}]
-    if line.startswith("5.5"):
-        conf = {k: v for k, v in kept["config"].items() if k != "recheckReputOffsetFromCq"}
-        out.append({**d, "config": conf, "name": f"{d['name']}-norecheck"})
-    return out
+    return [{**kept, "damageMessage": DAMAGED, "name": f"{kept['name']}-damaged"},
+            {**emptied, "damageMessage": DAMAGED, "name": f"{emptied['name']}-damaged"}]
 
 
-SCENARIOS = {ln: bh.bounded(damaged_scenarios(ln), full_only=("-zeros-emptied-damaged", "-damaged-norecheck"))
+SCENARIOS = {ln: bh.bounded(damaged_scenarios(ln), full_only=("-zeros-emptied-damaged",))
              for ln in LINES}
 STORES = bh.Stores(SCENARIOS, "DLedger crash restarts ending early with a consume queue file of zeros on disk",
                    threads=1)
@@ -117,17 +114,6 @@ def test_a_walk_ending_before_a_queue_of_zeros_leaves_the_cut_its_zeros_unit(wri
     units = _units(src, "T9/0", int(after["maxOffset"]))
     assert units[0] == (0, 0) and units[1][0] == offsets[199] and units[1][1] not in (0, BLANK_MAX), units
     _verify_as_the_broker(src, tmp_path, sc, w, "T9/0")
-
-
-def test_a_walk_ending_early_with_the_reput_from_the_committed_position_stays_refused(written, tmp_path):
-    """``-zeros-kept-damaged-norecheck`` (full suite): the broker's reput from the log's end appends nothing (T0/0 as
-    the load left it); not checked for a queue of zeros: ``verify`` says so in one line."""
-    _sc, w, src = _run(written, f"{LINE}-dledger-abort-small-zeros-kept-damaged-norecheck")
-    _zeros_planted(src, "T0/0")
-    assert w["queuesAfterDispatch"]["T0/0"] == w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
-    got = _verify(src, tmp_path)
-    assert got["restart"] is None and "\n" not in got["restart_note"], got.get("restart_note")
-    assert "T0/0" in got["restart_note"] and "the walk ends early" in got["restart_note"], got["restart_note"]
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.3")] or [pytest.param(

@@ -394,7 +394,9 @@ def _restart_index(p: RestartPrediction, first: int, again: int, *, config: Brok
     fields of their keys in put order) and ``parsed_then`` (where that reput walks on from, None: past the log's
     end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
-    ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
+    ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it, and every key
+    counted lies below ``end`` (``commitlog_end``), where the dispatch ends: the walk's end when the start's reput begins at
+    the log's end, ``DLedgerCrash.end``; the rebuild's index holds the records past it too).
     ``walk_from``: where the walk's keys begin (a reput from before it, ``dispatch_from``: its own records after,
     ``IndexService.buildIndex`` skipping those below the ``endPhyOffset`` the walk left: with ``parsed_keys`` its
     ``parsed_then``, else ``reindex_from``'s second walk).
@@ -417,7 +419,8 @@ def _restart_index(p: RestartPrediction, first: int, again: int, *, config: Brok
         predict_index(p, first if walk_from is None else walk_from, config=config, store_index=store_index,
                       expected_index=expected_index, checkpoint_index_ts=checkpoint_index_ts,
                       clean_shutdown=clean_shutdown, end=end
-                      if second_reput or reindex_from is not None or parsed_keys is not None else None,
+                      if second_reput or reindex_from is not None or parsed_keys is not None or walk_end is not None
+                      else None,
                       second_reput_from=again if second_reput else reindex_from, skip=skip, second_end=again_to,
                       parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end, old_runs=old_runs)
 
