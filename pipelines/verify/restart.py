@@ -395,7 +395,7 @@ def _restart_index(p: RestartPrediction, first: int, again: int, *, config: Brok
     end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it, and every key
-    counted lies below ``end`` (``commitlog_end``), where the dispatch ends: the walk's end when the start's reput begins at
+    counted lies below ``end``, where the dispatch ends: the walk's end when the start's reput begins at
     the log's end, ``DLedgerCrash.end``; the rebuild's index holds the records past it too).
     ``walk_from``: where the walk's keys begin (a reput from before it, ``dispatch_from``: its own records after,
     ``IndexService.buildIndex`` skipping those below the ``endPhyOffset`` the walk left: with ``parsed_keys`` its
