@@ -27,7 +27,7 @@ from store_format.dledger_recovery import recover_dledger
 from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
-from store_format.restart_reput import reput_data_end
+from store_format.restart_reput import reput_data_end, walked_file_queue_units
 from store_format.store import StoreLocation, open_store, resolve
 
 from ..index_rocksdb import ROCKSDB_DIR
@@ -338,6 +338,7 @@ def _predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared
         expected_index=c.expected_index,
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(st.fs, st.root),
         read_expected=c.read_expected,
+        walked_units=lambda start, end, queues: walked_file_queue_units(st, config, start, end, queues),
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,

@@ -189,16 +189,28 @@ def _put_ext(state: _QueueState, records: int, *, moves_write_position: bool) ->
 
 
 def abnormal_dispatch(state: _QueueState, start: int, end: int,
-                      read_expected: Callable[[str, str, str], bytes]) -> None:
+                      read_expected: Callable[[str, str, str], bytes], walked: np.ndarray | None = None) -> None:
     """``CommitLog.recoverAbnormally``'s dispatch (rocketmq-all-4.9.8 and 5.3.3, rocketmq-store 5.5.1) of the
     records in ``[start, end)`` to one queue as its recovery left it, before ``truncateDirtyLogicFiles``
     (:func:`store_format.recovery_dispatch.recovery_dispatch`): the units it appends, the units it no longer
-    lacks, and one ext unit per record of an ext queue whose unit there is its own (holds an ext address)."""
+    lacks, and one ext unit per record of an ext queue whose unit there is its own (holds an ext address).
+    The units are the expected files' (the reput's), or with ``walked`` every unit the walk hands the queue (rows
+    of commitlog offset, size, queue offset, own: :func:`store_format.restart_reput.walked_file_queue_units`; with
+    multi-dispatch a queue's own and light units need not come in queue offset order, and units the reput dropped
+    may be appended now)."""
     q = state.restart
     rules = _rules(q.layout)
     records, appended = 0, []
     wp, mx = q.write_position, q.max_physic_offset
-    for name, lo, hi, _n in state.expected_files:
+    if walked is not None:
+        d = recovery_dispatch(walked[:, 0], walked[:, 1], walked[:, 2] * rules.unit_size, start=start, end=end,
+                              max_physic=mx, write_position=wp, unit_size=rules.unit_size, batch=False)
+        # one ext unit per record of the queue's own (a light unit puts none: multiDispatchLmqQueue)
+        records = int(walked[:, 3].astype(bool).sum()) if state.ext_file_size else d.records
+        wp, mx = d.write_position, d.max_physic_offset
+        if d.appended.any():
+            appended.append(walked[d.appended, 0].astype(np.int64))
+    for name, lo, hi, _n in state.expected_files if walked is None else ():
         if hi < start or lo >= end:
             continue
         data = read_expected(q.layout, q.queue, name)
@@ -240,7 +252,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
                     ext_not_predicted: dict[str, str] | None = None,
                     reput_at: int | None = None,
-                    after_load: Mapping[str, tuple[int, int]] | None = None) -> RestartPrediction:
+                    after_load: Mapping[str, tuple[int, int]] | None = None,
+                    walked_units: Callable[[int, int, set[str]], dict[str, np.ndarray]] | None = None
+                    ) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -356,8 +370,13 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     if abnormal:
         assert abnormal_from is not None
         p.abnormal_dispatch_from = abnormal_from
+        # with multi-dispatch every unit the walk hands a consume queue (own and light ones from two counters)
+        walked = walked_units(abnormal_from, commitlog_end, {s.restart.queue for s in states if s.loaded
+                                                            and s.restart.layout != BCQ_DIR}) \
+            if walked_units is not None and config.enableMultiDispatch else None
         for s in states:
-            abnormal_dispatch(s, abnormal_from, commitlog_end, read_expected)
+            abnormal_dispatch(s, abnormal_from, commitlog_end, read_expected,
+                              None if walked is None else walked.get(s.restart.queue))
             p.units_appended_by_recovery += s.restart.units_appended_by_recovery
     p.truncate_dirty_logic_files = dispatch_from is None and (always or p.max_physic_offset_in_queues >= cut)
     if p.truncate_dirty_logic_files:
