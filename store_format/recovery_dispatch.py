@@ -7,17 +7,19 @@ dispatchers (4.9.8 ``DefaultMessageStore.doDispatch``; 5.3.3 and 5.5.1 ``onCommi
 rocketmq-store 5.5.1 likewise), against the queues as ``ConsumeQueue.recover`` left them:
 
 * ``ConsumeQueue.putMessagePositionInfoWrapper`` first puts an ext unit (``ConsumeQueueExt.put``, with
-  ``enableConsumeQueueExt``) for *every* record of the queue, then ``putMessagePositionInfo`` skips the unit
-  when ``offset + size <= maxPhysicOffset`` and, when its queue offset's byte position lies below the
-  queue's write position, skips it too (``expectLogicOffset < currentLogicOffset``; but queue offset 0, which
-  it checks for no order: appended at the write position, the queue's next units then behind it); above it
-  the unit is still appended at the write position (only logged); the skips leave ``maxPhysicOffset`` as it
-  was.  On a queue without files the first unit goes at its own position (``fillPreBlank`` before it).
+  ``enableConsumeQueueExt``) for *every* record of the queue, then ``putMessagePositionInfo`` places the units one
+  by one (:func:`store_format.consumequeue.assign_positions`, from the loaded write position and max): skipped
+  when ``offset + size <= maxPhysicOffset``, skipped when its queue offset's byte position lies below the write
+  position the unit before left (``expectLogicOffset < currentLogicOffset``; queue offset 0 is not checked),
+  else appended at the write position (above it only logged); the skips leave ``maxPhysicOffset`` as it was.  On
+  a queue without files the first unit goes at its own position (``fillPreBlank`` before it).
 * ``BatchConsumeQueue.putBatchMessagePositionInfo`` (5.x) skips a unit when ``offset <=
   maxMsgPhyOffsetInCommitLog`` and appends the others at the write position; no ext file.
 
-Units come in commitlog order, so once one is appended every later one is too: the skip by the write
-position only cuts a prefix (after a queue offset 0 appended there, from the write position after it).
+Units come in commitlog order.  A queue holding a record's own units and light ones (``%LMQ%`` topic put to
+itself while other records multi-dispatch to it) takes their queue offsets from two counters, so its units need
+not come in queue offset order: a unit after an appended one may be skipped, which the unit-by-unit placement
+reads from each unit's own queue offset (the caller hands every unit walked, those the reput once dropped too).
 """
 from __future__ import annotations
 
@@ -25,7 +27,12 @@ import dataclasses
 
 import numpy as np
 
+from .consumequeue import Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS, assign_positions, new_states
+
 __all__ = ["RecoveryDispatch", "recovery_dispatch"]
+
+# the file size handed to assign_positions: a queue without files starts at its first unit's position whatever it is
+_NO_FILE_BOUND = 1 << 62
 
 
 @dataclasses.dataclass
@@ -50,27 +57,28 @@ def recovery_dispatch(off: np.ndarray, size: np.ndarray, logic: np.ndarray, *, s
     if batch:
         put = walked & (off > max_physic)
     else:
-        put = walked & (off + size > max_physic)
-        logic = np.asarray(logic, dtype=np.int64)
-        head = np.flatnonzero(put)[:1]
-        if write_position > 0 and len(head) and logic[head[0]] == 0:
-            # queue offset 0 passes no order check: appended at the write position, the rest from after it
-            k = int(head[0])
-            rest = recovery_dispatch(off[k + 1:], size[k + 1:], logic[k + 1:], start=start, end=end,
-                                     max_physic=int(off[k] + size[k]), write_position=write_position + unit_size,
-                                     unit_size=unit_size, batch=False)
-            return RecoveryDispatch(int(walked.sum()), np.concatenate([np.arange(k + 1) == k, rest.appended]),
-                                    rest.write_position, rest.max_physic_offset)
-        if write_position > 0:
-            put &= logic >= write_position
+        return _put_one_by_one(off, size, np.asarray(logic, dtype=np.int64) // unit_size, walked,
+                               max_physic=max_physic, write_position=write_position)
     n = int(put.sum())
     if not n:
         return RecoveryDispatch(int(walked.sum()), put, write_position, max_physic)
     last = int(np.flatnonzero(put)[-1])
-    if batch:
-        wp, mx = write_position + n * unit_size, int(off[last])
-    else:
-        first = int(np.flatnonzero(put)[0])
-        base = write_position if write_position > 0 else int(logic[first])
-        wp, mx = base + n * unit_size, int(off[last] + size[last])
-    return RecoveryDispatch(int(walked.sum()), put, wp, mx)
+    return RecoveryDispatch(int(walked.sum()), put, write_position + n * unit_size, int(off[last]))
+
+
+def _put_one_by_one(off: np.ndarray, size: np.ndarray, queue_offset: np.ndarray, walked: np.ndarray, *,
+                    max_physic: int, write_position: int) -> RecoveryDispatch:
+    """``ConsumeQueue.putMessagePositionInfo`` on each walked unit in turn (:func:`assign_positions`): from the
+    loaded write position and max (0: no file, the first unit at its own position)."""
+    state = new_states(1)[:, :Q_LAST_FILE].copy()   # no file tracking: the files are the caller's
+    state[0, Q_MAX_PHYS] = max_physic
+    if write_position > 0:
+        state[0, Q_WRITE_POS] = write_position
+    idx = np.flatnonzero(walked)
+    pos = assign_positions(np.zeros(len(idx), np.int64), off[idx], size[idx], queue_offset[idx], _NO_FILE_BOUND,
+                           state)
+    put = np.zeros(len(off), bool)
+    put[idx] = pos >= 0
+    if not put.any():
+        return RecoveryDispatch(int(walked.sum()), put, write_position, max_physic)
+    return RecoveryDispatch(int(walked.sum()), put, int(state[0, Q_WRITE_POS]), int(state[0, Q_MAX_PHYS]))

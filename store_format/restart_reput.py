@@ -30,7 +30,7 @@ from .rocksdb_cq import light_rows, light_unit_config, light_units_unmodelled
 from .store import Segment, StoreLocation
 
 __all__ = ["Accepted", "SecondReput", "offset_zero_keys", "reput_data_end", "reput_records_from", "start_reput_check",
-           "unindex_below", "walk_reaches"]
+           "unindex_below", "walk_reaches", "walk_units", "walked_file_queue_units"]
 
 
 class _Cut(Protocol):
@@ -324,14 +324,19 @@ class WalkUnits:
     tags_code: np.ndarray
     store_timestamp: np.ndarray
     unmodelled: str = ""
+    own: np.ndarray | None = None   # with file_queues: a record's own unit (False: a light one)
 
 
 def walk_units(store: StoreLocation, seg: Segment, start: int, end: int, config: BrokerConfig, window: int = 16 << 20,
-               margin: int = 1 << 20) -> WalkUnits:
+               margin: int = 1 << 20, file_queues: bool = False) -> WalkUnits:
     """The units of the records in segment ``seg`` from commitlog offset ``start`` to ``end`` (records the recovery's
-    walk accepted there, read by their own boundaries from ``start``), ``window`` bytes at a time."""
+    walk accepted there, read by their own boundaries from ``start``), ``window`` bytes at a time.  ``file_queues``:
+    the units ``CommitLogDispatcherBuildConsumeQueue`` hands file consume queues (light ones under
+    ``enableMultiDispatch``, :func:`store_format.dispatch.queue_units` as the rebuild reads them), not the RocksDB
+    store's; then ``own`` says which are a record's own units."""
     scratch = cl.Scratch()
-    config = light_unit_config(config)
+    if not file_queues:
+        config = light_unit_config(config)
     to = end - seg.base
     state = cl.WalkState.at_slice_start(start - seg.base, seg.size)
     queue: list[str] = []
@@ -344,12 +349,36 @@ def walk_units(store: StoreLocation, seg: Segment, start: int, end: int, config:
             state = res.state
             rec = res.rec
             fix_malformed_text(res, len(config.delay_levels_ms))   # tags codes of text that is not UTF-8
-            why = why or light_units_unmodelled(res)
-            u = queue_units(light_rows(res))
+            if not file_queues:
+                why = why or light_units_unmodelled(res)
+            u = queue_units(res if file_queues else light_rows(res))
             names = np.array([f"{t}/{q}" for t, q in u.queues] or [""], dtype=object)
             queue.extend(names[u.queue].tolist())
-            cols.append(np.column_stack([u.queue_offset, u.offset, u.size, u.tags_code, rec[u.record, cl.R_STORE_TS]]))
+            cols.append(np.column_stack([u.queue_offset, u.offset, u.size, u.tags_code, rec[u.record, cl.R_STORE_TS],
+                                         u.own]))
             if res.stop != cl.Stop.SPLIT_END:
                 break
-    c = np.concatenate(cols) if cols else np.zeros((0, 5), np.int64)
-    return WalkUnits(queue, c[:, 0], c[:, 1], c[:, 2], c[:, 3], c[:, 4], why)
+    c = np.concatenate(cols) if cols else np.zeros((0, 6), np.int64)
+    return WalkUnits(queue, c[:, 0], c[:, 1], c[:, 2], c[:, 3], c[:, 4], why, c[:, 5].astype(bool))
+
+
+def walked_file_queue_units(store: StoreLocation, config: BrokerConfig, start: int, end: int,
+                            queues: set[str]) -> dict[str, np.ndarray]:
+    """Every unit ``CommitLog.recoverAbnormally``'s walk from ``start`` to ``end`` hands the file consume queues
+    ``queues`` (``topic/queueId``), the units the reput once dropped too, per queue in dispatch order: rows of
+    commitlog offset, size, queue offset (a light unit's its ``INNER_MULTI_QUEUE_OFFSET``) and 1 for a record's own
+    unit (:func:`walk_units` over each segment the walk reads)."""
+    config = resolve_broker_version(store, config)
+    parts: dict[str, list[np.ndarray]] = {q: [] for q in queues}
+    for seg in store.segments:
+        lo, hi = max(start, seg.base), min(end, seg.base + seg.data_end)
+        if lo >= hi:
+            continue
+        w = walk_units(store, seg, lo, hi, config, file_queues=True)
+        names = np.array(w.queue, dtype=object)
+        assert w.own is not None
+        for q in queues:
+            m = names == q
+            if m.any():
+                parts[q].append(np.column_stack([w.phy[m], w.size[m], w.queue_offset[m], w.own[m]]))
+    return {q: np.concatenate(p) if p else np.zeros((0, 4), np.int64) for q, p in parts.items()}

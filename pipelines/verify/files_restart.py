@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from store_format.config import BrokerConfig
-from store_format.restart_reput import reput_data_end
+from store_format.restart_reput import reput_data_end, walked_file_queue_units
 from store_format.store import StoreLocation
 
 from .crash_units import cut_lost, held_after_cut, parsed_kept
@@ -62,6 +62,7 @@ def predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared,
         expected_index=c.expected_index,
         checkpoint_index_ts=None if clean else checkpoint_index_ts(st.fs, st.root),
         read_expected=c.read_expected,
+        walked_units=lambda start, end, queues: walked_file_queue_units(st, config, start, end, queues),
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
+from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
 
 from .report import QueueRestart, RestartPrediction
@@ -39,7 +40,9 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
                     ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
                     ext_not_predicted: dict[str, str] | None = None,
                     reput_at: int | None = None,
-                    after_load: Mapping[str, tuple[int, int]] | None = None) -> RestartPrediction:
+                    after_load: Mapping[str, tuple[int, int]] | None = None,
+                    walked_units: Callable[[int, int, set[str]], dict[str, np.ndarray]] | None = None
+                    ) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`~.restart_queue.recover_queue`, in the broker's order:
     ``DefaultMessageStore.load`` (:func:`_loaded`), the commitlog's recovery (``CommitLog.recoverAbnormally``'s
     dispatch, :func:`_recover_abnormally`; ``truncateDirtyLogicFiles``, :func:`_truncate_dirty`), where the dispatch
@@ -64,7 +67,8 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
     abnormal = abnormal_from is not None and dispatch_from is None and truncate_at is None
     if abnormal:
         assert abnormal_from is not None
-        _recover_abnormally(p, states, abnormal_from, commitlog_end, read_expected)
+        _recover_abnormally(p, states, abnormal_from, commitlog_end, read_expected,
+                            walked_units if config.enableMultiDispatch else None)
     _truncate_dirty(p, states, config, commitlog_end if truncate_at is None else truncate_at,
                     truncate_at=truncate_at, dispatch_from=dispatch_from)
     recovery_dispatches = config.is_5x and reput_from_queues is None and dispatch_from is None and not abnormal
@@ -120,15 +124,22 @@ def _loaded(states: list[QueueState], config: BrokerConfig, clean_shutdown: bool
 
 
 def _recover_abnormally(p: RestartPrediction, states: list[QueueState], abnormal_from: int, commitlog_end: int,
-                        read_expected: Callable[[str, str, str], bytes]) -> None:
+                        read_expected: Callable[[str, str, str], bytes],
+                        walked_units: Callable[[int, int, set[str]], dict[str, np.ndarray]] | None) -> None:
     """``CommitLog.recoverAbnormally``'s dispatch (an ``abort`` file; the commitlog's recovery, not DLedger's):
     ``abnormal_from`` is where its walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
     ``dispatch_from``: inside it with 5.5.1 ``enableAcceleratedRecovery``).  It dispatches every record from
     there to ``commitlog_end`` against the queues as their recovery left them (:func:`abnormal_dispatch`: units
-    appended, ext units put), before :func:`_truncate_dirty`."""
+    appended, ext units put), before :func:`_truncate_dirty`.  ``walked_units`` (given with multi-dispatch): every
+    unit the walk hands each consume queue, own and light ones from their two counters
+    (:func:`store_format.restart_reput.walked_file_queue_units`), instead of the expected files' units."""
     p.abnormal_dispatch_from = abnormal_from
+    walked = walked_units(abnormal_from, commitlog_end, {s.restart.queue for s in states if s.loaded
+                                                         and s.restart.layout != BCQ_DIR}) \
+        if walked_units is not None else None
     for s in states:
-        abnormal_dispatch(s, abnormal_from, commitlog_end, read_expected)
+        abnormal_dispatch(s, abnormal_from, commitlog_end, read_expected,
+                          None if walked is None else walked.get(s.restart.queue))
         p.units_appended_by_recovery += s.restart.units_appended_by_recovery
 
 

@@ -189,16 +189,28 @@ def put_ext(state: QueueState, records: int, *, moves_write_position: bool) -> N
 
 
 def abnormal_dispatch(state: QueueState, start: int, end: int,
-                      read_expected: Callable[[str, str, str], bytes]) -> None:
+                      read_expected: Callable[[str, str, str], bytes], walked: np.ndarray | None = None) -> None:
     """``CommitLog.recoverAbnormally``'s dispatch (rocketmq-all-4.9.8 and 5.3.3, rocketmq-store 5.5.1) of the
     records in ``[start, end)`` to one queue as its recovery left it, before ``truncateDirtyLogicFiles``
     (:func:`store_format.recovery_dispatch.recovery_dispatch`): the units it appends, the units it no longer
-    lacks, and one ext unit per record of an ext queue whose unit there is its own (holds an ext address)."""
+    lacks, and one ext unit per record of an ext queue whose unit there is its own (holds an ext address).
+    The units are the expected files' (the reput's), or with ``walked`` every unit the walk hands the queue (rows
+    of commitlog offset, size, queue offset, own: :func:`store_format.restart_reput.walked_file_queue_units`; with
+    multi-dispatch a queue's own and light units need not come in queue offset order, and units the reput dropped
+    may be appended now)."""
     q = state.restart
     rules = queue_rules(q.layout)
     records, appended = 0, []
     wp, mx = q.write_position, q.max_physic_offset
-    for name, lo, hi, _n in state.expected_files:
+    if walked is not None:
+        d = recovery_dispatch(walked[:, 0], walked[:, 1], walked[:, 2] * rules.unit_size, start=start, end=end,
+                              max_physic=mx, write_position=wp, unit_size=rules.unit_size, batch=False)
+        # one ext unit per record of the queue's own (a light unit puts none: multiDispatchLmqQueue)
+        records = int(walked[:, 3].astype(bool).sum()) if state.ext_file_size else d.records
+        wp, mx = d.write_position, d.max_physic_offset
+        if d.appended.any():
+            appended.append(walked[d.appended, 0].astype(np.int64))
+    for name, lo, hi, _n in state.expected_files if walked is None else ():
         if hi < start or lo >= end:
             continue
         data = read_expected(q.layout, q.queue, name)
