@@ -299,18 +299,20 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                             extra_units=empty_request_units(config, stops))
         # blanks' empty requests: topic "", queue 0 (--as-restart: over the files the store holds there, which it
         # keeps whatever the restart dispatches)
-        requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + inside_blanks(recovery)
+        blanks_inside = inside_blanks(recovery)
+        requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + blanks_inside
         topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
         if requests and any(qid == 0 for qid, _ in topic_empty):
             raise UnsupportedConfigError(
                 "blanks' empty requests and a multi-dispatch request naming an empty queue both put units into topic "
-                "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt")
+                "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt (let the broker rebuild this "
+                "store: delete consumequeue/ and index/ and restart it)")
         # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
         queue_0 = [("", qid, start) for qid, start in topic_empty_over_held(
             st, staged.staging_uri, topic_empty, staged.read_staged, config, recovery, bool(requests))] \
             if as_restart and not config.rocksdb_cq else []
         done = {f"{cq_queue_folder('', qid)}/{cq_file_name(start)}" for _, qid, start in queue_0}
-        for rel, pieces in empty_request_files(config, stops, st if as_restart else None, inside_blanks(recovery)):
+        for rel, pieces in empty_request_files(config, stops, st if as_restart else None, blanks_inside):
             if rel in done:   # no request (refused above): a held file of queue 0, written over or kept already
                 continue
             write_file(staged.staging_uri, rel, pieces)

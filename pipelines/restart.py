@@ -488,7 +488,7 @@ def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: li
         written.setdefault(qid, {})[start] = read_staged(f"{cq_queue_folder('', qid)}/{cq_file_name(start)}")
     why = start_fails(written, config)
     if why:
-        raise UnsupportedConfigError(f"{st.uri}: --as-restart: {why}")
+        raise UnsupportedConfigError(f"{st.uri}: --as-restart: {why}; rebuild without --as-restart")
     file_size = config.cq_file_size
     held = {rel: data for rel, data in held_topic_empty_files(st).items()
             if not (requests and rel.rsplit("/", 1)[0] == HELD_FOLDERS[0])}

@@ -151,7 +151,8 @@ def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain, restart: boo
         if why:
             seg = st.segments[e.split.segment]
             raise UnsupportedConfigError(
-                f"segment {seg.name} from position {e.split.start}: {why}; not rebuilt")
+                f"segment {seg.name} from position {e.split.start}: {why}; not rebuilt"
+                + ("" if e.summary.get("light_unmodelled") else "; rebuild without --as-restart"))
 
 
 def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split], work_uri: str, runner: TaskRunner,

@@ -492,9 +492,9 @@ def appended_cut(st: StoreLocation, segs: list[Segment], cut: QueueCut, zero: di
     ``QueueCut.inside_placed`` (:func:`without_queues`: :func:`appended_before` replays it, its parsed units first);
     ``ext_again`` without the addresses of those queues' units put back (:func:`appended_before` gives each unit of
     them its own, a parsed unit's first); ``Placed.ext_put`` of the parsed units kept (``verify``'s ext units put;
-    ``pipelines.verify.compare_store`` counts those the replay appends as pointing at theirs); ``QueueCut.lost`` of
+    ``pipelines.verify.files_restart`` counts those the replay appends as pointing at theirs); ``QueueCut.lost`` of
     those queues the walk's units the broker's does not hold (``verify``: the earlier files' records appended are
-    not lost, ``pipelines.verify.compare_store``).  ``where``: the refusals' text up to the queue.
+    not lost, ``pipelines.verify.files_restart``).  ``where``: the refusals' text up to the queue.
 
     Raises:
         UnsupportedConfigError: :func:`appended_before`'s refusals.

@@ -216,7 +216,7 @@ def _unwalked_held(crash: DLedgerCrash, held: Mapping[tuple[str, int], int], wro
     up to below the walk's data file (``held``: the max after ``ConsumeQueue.recover``; ``wrote``: the write position
     then) that the reput walks records of there while the walk walks none (``DLedgerCrash.ext_unwalked``):
     ``putMessagePositionInfoWrapper`` puts an ext unit for each such record (counted: ``pipelines.verify.
-    compare_store``'s ``ext_puts``) and ``putMessagePositionInfo`` appends those ending past the max, each pointing
+    files_restart``'s ``ext_puts``) and ``putMessagePositionInfo`` appends those ending past the max, each pointing
     at its ext unit (:func:`store_format.dledger_crash_reput_before.held_reput_appends`, from the plan's units of
     those records): per queue that count, and the queues it does not model, with why (one line each)."""
     if crash.cut is not None or crash.walk_end >= 0 or not crash.before or crash.from_old_files:

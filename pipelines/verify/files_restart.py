@@ -121,8 +121,10 @@ def predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared,
 
 def _reput_goes_on(crash: Any, file_size: int) -> str:
     """How the start's reput set inside an entry after a walk that dispatched nothing goes on, in the restart note's
-    words: at an entry's start right after the messages its check parsed (it walks the entries on from there), or
-    where its failing check jumps (the end of the bytes ``getData`` hands) or rolls (DLedger's blank magic)."""
+    words: set at ``processOffset - 1`` (a batch queue the cut left with no file), its check failing on the one byte
+    ``getData`` hands and jumping past it; at an entry's start right after the messages its check parsed (it walks the
+    entries on from there); or where its failing check jumps (the end of the bytes ``getData`` hands) or rolls
+    (DLedger's blank magic)."""
     records = crash.cut.inside_records
     if crash.cut.inside_from == crash.process_offset - 1:   # a batch queue's max: the file's last byte
         return ("fails on the one byte getData hands and it jumps to the end of the bytes getData hands, "
