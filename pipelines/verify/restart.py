@@ -19,9 +19,11 @@ from store_format.consumequeue_ext import LONG_MIN
 from store_format.consumequeue_ext_recovery import ext_position_after_puts, ext_unit_starts, recover_ext, un_decorate
 from store_format.consumequeue_recovery import (
     BCQ_RULES,
+    CORRECT_MIN_OFFSET_533,
     CQ_RULES,
     EXT_MAX_ADDR,
     TailFiles,
+    correct_min_offset_fails,
     last_ext_address,
     recover_consume_queue,
     truncate_dirty_logic_files,
@@ -223,6 +225,25 @@ def abnormal_dispatch(state: _QueueState, start: int, end: int,
     _put_ext(state, records, moves_write_position=True)
 
 
+def _dispatch_reaches(states: list[_QueueState], start: int, end: int,
+                      read_expected: Callable[[str, str, str], bytes]) -> bool:
+    """Whether the recovery's dispatch of the records from ``start`` leaves some queue's max physical offset at
+    ``end`` (the commitlog's end): a rebuilt unit of such a record whose ``getMaxPhysicOffset`` reaches it (a unit the
+    dispatch skips: its queue's max already does).  5.5.1 ``ConsumeQueueStore.truncateDirty``, which
+    ``truncateDirtyLogicFiles`` calls after that dispatch, cuts the queues only then."""
+    for s in states:
+        rules = _rules(s.restart.layout)
+        for name, _lo, hi, _n in s.expected_files:
+            if hi < start:
+                continue
+            data = read_expected(s.restart.layout, s.restart.queue, name)
+            u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+            u = u[rules.is_message(u)]
+            if ((u["commitlogOffset"].astype(np.int64) >= start) & (rules.max_physic(u) >= end)).any():
+                return True
+    return False
+
+
 def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlog_min: int, commitlog_end: int,
                     clean_shutdown: bool, store_index: list[tuple[str, int, dict]],
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
@@ -244,7 +265,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
-      commitlog's end (5.5.1: always), ``truncateDirtyLogicFiles(end)`` runs on every queue;
+      commitlog's end, ``truncateDirtyLogicFiles(end)`` runs on every queue (5.5.1 calls it always, and its
+      ``ConsumeQueueStore.truncateDirty`` cuts when the max after the recovery's dispatch is: :func:`_dispatch_reaches`;
+      a cut keeps a last file's first unit, zeros too); 5.3.3: a consume queue whose last file holds no unit then
+      makes the load fail (:func:`store_format.consumequeue_recovery.correct_min_offset_fails`, the queue's
+      ``load_failure``);
     * 4.9.x ``DefaultMessageStore.start``: the reput starts at max(commitlog min offset, max
       physical offset over the queues after truncation) and dispatches everything from there;
     * 5.x ``CommitLog.recoverNormally`` dispatches, while it recovers, the records whose offset is
@@ -339,8 +364,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     there to ``commitlog_end`` against the queues as
     their recovery left them (:func:`abnormal_dispatch`: units appended, ext units put), *then*
     ``truncateDirtyLogicFiles`` runs (when the max physical offset the queues had before the dispatch is at
-    or past the end; 5.5.1 always) on the queues the dispatch appended nothing to (what it appended lies
-    before the end); ``IndexService.buildIndex`` puts the keys of the records from there.  Afterwards the
+    or past the end; 5.5.1: the max after the dispatch) on the queues the dispatch appended nothing to (what it
+    appended lies before the end); ``IndexService.buildIndex`` puts the keys of the records from there.  Afterwards the
     4.9.x reput starts at the queues' max physical offset (the records from there again: their keys from the
     last indexed record on, an ext unit each on an ext queue) and the 5.x one at the commitlog's end.
     """
@@ -359,11 +384,23 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         for s in states:
             abnormal_dispatch(s, abnormal_from, commitlog_end, read_expected)
             p.units_appended_by_recovery += s.restart.units_appended_by_recovery
+    # 5.3.3 correctMinOffset over a consume queue whose last file ConsumeQueue.recover left empty, unless the
+    # truncation (which keeps a last file's first unit, zeros too) or the recovery's dispatch writes there
+    empty_last = {id(s) for s in states if config.brokerVersion == "5" and dispatch_from is None and s.loaded
+                  and s.restart.layout != BCQ_DIR and s.tail_files and not s.restart.load_failure
+                  and correct_min_offset_fails(int(s.tail_files[-1][0]),
+                                               s.restart.write_position == int(s.tail_files[-1][0]))}
     p.truncate_dirty_logic_files = dispatch_from is None and (always or p.max_physic_offset_in_queues >= cut)
-    if p.truncate_dirty_logic_files:
+    cuts = p.truncate_dirty_logic_files
+    if always and (abnormal or reput_from_queues is None):   # 5.5.1 ConsumeQueueStore.truncateDirty: the max now
+        start = abnormal_from if abnormal and abnormal_from is not None else p.max_physic_offset_in_queues + 1
+        cuts = max((s.restart.max_physic_offset for s in states), default=-1) >= cut \
+            or _dispatch_reaches(states, start, cut, read_expected)
+    if cuts:
         for s in states:
             if not s.restart.units_appended_by_recovery and s.loaded:
                 truncate_queue(s, cut)
+                empty_last.discard(id(s))
     recovery_dispatches = is5 and reput_from_queues is None and dispatch_from is None and not abnormal
     if dispatch_from is not None:
         p.reput_from, p.reput_from_inclusive = dispatch_from, True
@@ -459,6 +496,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         q = s.restart
         if after_load is not None and q.queue in after_load:   # reported as the load left it: after the walk and cut
             q.max_physic_offset, q.write_position = after_load[q.queue]
+        if id(s) in empty_last and not q.units_appended_by_recovery \
+                and not (recovery_dispatches and q.units_dispatched_again):
+            q.load_failure = (f"its last consume queue file ({s.tail_files[-1][0]}) holds no unit after "
+                              f"ConsumeQueue.recover: {CORRECT_MIN_OFFSET_533}")
+            p.start_fails = True
         left = s.missing_offsets[~in_tail(s.missing_offsets)]
         later = (left >= again) & (left < commitlog_end)   # the second reput appends them
         q.units_dispatched_again += int(later.sum())
