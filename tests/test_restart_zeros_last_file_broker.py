@@ -16,7 +16,9 @@ modelled that), 4.9.8 reads the first file only: both start, and ``verify`` give
 5.3.3 starts too where something writes that file first (``PIPELINES_FULL_SUITE=1``): ``-zeros-last-truncated`` (T0/1
 not zeroed: the max is the commitlog's end, ``truncateDirtyLogicFiles`` keeps the file's first unit of zeros, read
 position 20, max 0) and ``-zeros-last-dispatched`` (put 2 to T0/0 after a put to T0/1, both units zeroed: the
-recovery's dispatch writes put 2's unit into that file).
+recovery's dispatch writes put 2's unit into that file).  ``-zeros-last-deleted``: the first store restarted with its
+queue folders deleted (what ``rebuild --as-restart`` models; over kept queue files it warns that ``verify`` predicts
+that start instead): 5.3.3 starts, and ``--as-restart`` writes its consume queue and index files byte for byte.
 
 By default ``5.3.3-zeros-last``; the rest with ``PIPELINES_FULL_SUITE=1``.
 """
@@ -52,16 +54,20 @@ def zeros_last_scenarios(line: str) -> list[dict]:
     if line != "5.3.3":
         return [base]
     # puts 0, 1 to T0/0, 2 to T0/1, 3 to T0/0: the max is put 1's end, put 2 starts there (not dispatched), put 3 is
+    deleted = {k: v for k, v in base.items() if k not in ("keepQueues", "loadMayFail")}
     return [base, {**base, "name": f"{line}-zeros-last-truncated", "zeroQueueTail": _zeroed(0)},
-            {**base, "name": f"{line}-zeros-last-dispatched", "messages": [msgs[0], msgs[1], msgs[3], msgs[2]]}]
+            {**base, "name": f"{line}-zeros-last-dispatched", "messages": [msgs[0], msgs[1], msgs[3], msgs[2]]},
+            {**deleted, "name": f"{line}-zeros-last-deleted"}]
 
 
 FULL = os.environ.get("PIPELINES_FULL_SUITE", "") not in ("", "0")
-SCENARIOS = {line: bh.bounded(zeros_last_scenarios(line), full_only=("-truncated", "-dispatched"))
+SCENARIOS = {line: bh.bounded(zeros_last_scenarios(line), full_only=("-truncated", "-dispatched", "-deleted"))
              for line in (("5.3.3", "5.5.1", "4.9.8") if FULL else ("5.3.3",))}
 FAILS = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS["5.3.3"] if sc["name"] == "5.3.3-zeros-last"]
 STARTS = bh.params_or_skip([pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
-                            if sc["name"] != "5.3.3-zeros-last"], "PIPELINES_FULL_SUITE=1")
+                            if sc["name"] != "5.3.3-zeros-last" and "keepQueues" in sc], "PIPELINES_FULL_SUITE=1")
+DELETED = bh.params_or_skip([pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS["5.3.3"]
+                             if "keepQueues" not in sc], "PIPELINES_FULL_SUITE=1")
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "file queue store(s) ending a queue in a file of zeros, restarted", threads=1)
 
@@ -118,3 +124,15 @@ def test_a_start_that_loads_is_predicted_as_the_broker_loaded_it(written, name):
     dispatched = q["units_dispatched_again"] if written["line"] != "4.9.8" else 0
     assert q["write_position"] + 20 * dispatched == loaded["maxOffset"], (q, loaded)
     assert dispatched or q["max_physic_offset"] == loaded["maxPhysicOffset"], (q, loaded)
+
+
+@pytest.mark.parametrize("name", DELETED)
+def test_as_restart_over_the_same_commitlog_with_the_queues_deleted_is_the_5_3_3_start(written, name):
+    """``5.3.3-zeros-last-deleted``: the broker started (its recovery rebuilt T0/0 from no file: files 0 and 40, put
+    2's unit in the second); ``rebuild --as-restart`` of ``before/`` writes its consume queue and index files."""
+    d, w = Path(written["scenario"]["dir"]), written["written"]
+    assert w.get("ok") and not w.get("loadFailed") and not (d / "before" / "consumequeue").exists(), w
+    q = d / "expected" / "consumequeue" / "T0" / "0"
+    assert sorted(p.name for p in q.iterdir()) == [f"{0:020d}", f"{FILE:020d}"], sorted(q.iterdir())
+    assert _units(q / f"{FILE:020d}")[0][1] > 0, _units(q / f"{FILE:020d}")
+    bh.restart_files_are_the_broker_s(written)
