@@ -16,6 +16,8 @@ Mirrors, in ``store/src/main/java/org/apache/rocketmq/store/`` of rocketmq-all-4
   loaded write position and max, no ``fillPreBlank``: the files were not created in this run), a batch queue's as
   :func:`store_format.recovery_dispatch.recovery_dispatch` says; they go at the write position on,
   ``getLastMappedFile`` adding a file after a full last one;
+* 5.3.3 ``ConsumeQueue.correctMinOffset`` (``DefaultMessageStore.recoverTopicQueueTable`` in ``load()``) over a
+  queue whose last file holds nothing (:func:`correct_min_offset_fails`);
 * ``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (called by ``CommitLog.recoverNormally``
   when the queues reach past the commitlog's end): from the last file backwards, a file whose first
   unit points at or past ``phyOffset`` is deleted; otherwise its units are kept up to the first one
@@ -43,8 +45,10 @@ from .consumequeue import Q_FIRST_FILE, Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS, as
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
 from .recovery_dispatch import recovery_dispatch
 
-__all__ = ["RECOVER_FILES", "BCQ_RULES", "CQ_RULES", "EXT_MAX_ADDR", "QueueRecovery", "QueueRules", "TailFiles",
-           "Truncation", "dispatch_units", "file_units", "last_ext_address", "load_files", "recover_consume_queue",
+__all__ = ["CORRECT_MIN_OFFSET_533", "RECOVER_FILES", "BCQ_RULES", "CQ_RULES", "EXT_MAX_ADDR", "QueueRecovery",
+           "QueueRules", "TailFiles",
+           "Truncation", "correct_min_offset_fails", "dispatch_units", "file_units", "last_ext_address", "load_files",
+           "recover_consume_queue",
            "truncate_dirty_logic_files", "unit_accepted", "unit_is_message"]
 
 RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
@@ -54,6 +58,22 @@ RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
 TailFiles = list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 
 EXT_MAX_ADDR = -(1 << 31) - 1   # ConsumeQueueExt.MAX_ADDR: a tagsCode at or below it is an ext address
+
+
+# why such a 5.3.3 start fails, said once for every caller
+CORRECT_MIN_OFFSET_533 = ("the 5.3.3 store's start fails (ConsumeQueue.correctMinOffset in recoverTopicQueueTable "
+                          "reads before that file's start)")
+
+
+def correct_min_offset_fails(last_file_start: int, last_file_empty: bool) -> bool:
+    """Whether 5.3.3's ``ConsumeQueue.correctMinOffset`` (the caller decides the line: 5.5.1 guards the last file's
+    read position, 4.9.8 reads the first file only) throws for a consume queue whose last file starts at
+    ``last_file_start`` and holds nothing (``last_file_empty``: its read position 0): the queue's max offset is that
+    file's start, so the check of ``minLogicOffset`` against it (0 at load; below that start after a DLedger reput's
+    ``fillPreBlank`` units too) lets it go on, and it selects the 20 bytes before the file's start
+    (``IllegalArgumentException``; ``DefaultMessageStore.load`` then returns false).  A last file at 0 holding
+    nothing leaves the max offset 0: it returns early."""
+    return last_file_empty and last_file_start > 0
 
 
 def unit_accepted(off: np.ndarray, size: np.ndarray) -> np.ndarray:

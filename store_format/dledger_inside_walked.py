@@ -28,6 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
+from .consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails
 from .dledger_inside_mixed import OnDiskCut, mixed_on_disk, mixed_state
 from .dledger_inside_state import QueueFiles, refuse
 from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
@@ -271,10 +272,9 @@ def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
             last = max(w.opened)
             held = [p for p, *_u in w.units] + [p for p, _s in w.copies] + \
                 ([w.blank_until - 1] if w.blank_until > last else [])
-            if not any(last <= p < last + cq_file_size for p in held):
+            if correct_min_offset_fails(last, not any(last <= p < last + cq_file_size for p in held)):
                 raise refuse(at, f"for {w.topic}/{w.queue_id}, whose last consume queue file (at queue byte {last}) "
-                                 "the reput leaves empty: the 5.3.3 store's start then fails (ConsumeQueue."
-                                 "correctMinOffset in recoverTopicQueueTable reads before that file's start)")
+                                 f"the reput leaves empty: then {CORRECT_MIN_OFFSET_533}")
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

@@ -51,6 +51,7 @@ import pyarrow.fs as pafs
 from . import commitlog as cl
 from .config import BrokerConfig
 from .consumequeue import Q_BLANK_UNTIL, Q_FIRST_FILE, Q_LAST_FILE, assign_positions, build_cq_file, new_states
+from .consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
@@ -123,13 +124,13 @@ def start_fails(written: dict[int, dict[int, bytes]], config: BrokerConfig) -> s
     file's read position, which 5.5.1 added) select the 20 bytes before that file's start: the load fails."""
     if config.brokerVersion != "5":
         return ""
-    empty = sorted(q for q, files in written.items() if files and not written_prefix(files[max(files)]))
+    empty = sorted(q for q, files in written.items()
+                   if files and correct_min_offset_fails(max(files), not written_prefix(files[max(files)])))
     if not empty:
         return ""
     return (f'topic "" queue(s) {", ".join(map(str, empty))} (a multi-dispatch request names an empty queue): the '
             "start's dispatch reopens them and leaves the last consume queue file it opens empty (a unit the queue "
-            "offset check drops after a full file), so the 5.3.3 store's start fails (ConsumeQueue.correctMinOffset "
-            "in recoverTopicQueueTable reads before that file's start): no restart to predict")
+            f"offset check drops after a full file), so {CORRECT_MIN_OFFSET_533}: no restart to predict")
 
 
 def empty_light_names_on_restart(res: WalkResult, config: BrokerConfig) -> str:

@@ -159,5 +159,6 @@ def test_verify_refuses_a_crash_restart_whose_reput_leaves_an_empty_last_file_th
     conf.mkdir()
     (conf / "broker.conf").write_bytes((Path(zero["scenario"]["dir"]) / "broker.conf").read_bytes())
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), conf, line)
-    assert report["restart"] is None and "the 5.3.3 store's start then fails" in report["restart_note"], report
+    assert report["restart"] is None \
+        and "the reput leaves empty: then the 5.3.3 store's start fails" in report["restart_note"], report
     assert "\n" not in report["restart_note"]

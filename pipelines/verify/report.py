@@ -134,7 +134,7 @@ class RestartPrediction:
     clean_shutdown: bool                       # no ``abort`` file
     commitlog_min_offset: int
     commitlog_end: int
-    start_fails: bool = False                  # a consume queue file of the wrong size: load() fails
+    start_fails: bool = False                  # load() fails: a queue file of the wrong size, a 5.3.3 empty last file
     max_physic_offset_in_queues: int = -1      # after ConsumeQueue.recover
     truncate_dirty_logic_files: bool = False   # CommitLog.recoverNormally calls it
     reput_from: int = 0                        # first commitlog offset dispatched again
@@ -374,8 +374,8 @@ def _render_restart(p: RestartPrediction) -> list[str]:
     if p.start_fails:
         bad = [q for q in p.queues if q.load_failure]
         lines.append(f"  START FAILS: the store's load refuses {len(bad)} queue(s) (a file of the wrong size, "
-                     "which MappedFileQueue.doLoad refuses, or ext files ConsumeQueueExt cannot read); figures "
-                     "below assume such files were removed")
+                     "which MappedFileQueue.doLoad refuses, ext files ConsumeQueueExt cannot read, or a last file "
+                     "5.3.3's correctMinOffset reads before); figures below assume such files were removed")
         for q in bad[:5]:
             lines.append(f"    {q.queue}: {q.load_failure}")
     lines.append(f"  ConsumeQueue.recover drops {p.units_dropped_by_recover:,} unit(s) after a hole")

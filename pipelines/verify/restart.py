@@ -15,6 +15,7 @@ import numpy as np
 
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
+from store_format.consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails
 
 from .report import QueueRestart, RestartPrediction
 from .restart_index import predict_index
@@ -69,8 +70,11 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
         assert abnormal_from is not None
         _recover_abnormally(p, states, abnormal_from, commitlog_end, read_expected,
                             walked_units if config.enableMultiDispatch else None)
+    empty_last = _empty_last_files(states, config, dispatch_from=dispatch_from)
     _truncate_dirty(p, states, config, commitlog_end if truncate_at is None else truncate_at,
-                    truncate_at=truncate_at, dispatch_from=dispatch_from)
+                    truncate_at=truncate_at, dispatch_from=dispatch_from, reput_from_queues=reput_from_queues,
+                    abnormal_from=abnormal_from if abnormal else None, read_expected=read_expected,
+                    empty_last=empty_last)
     recovery_dispatches = config.is_5x and reput_from_queues is None and dispatch_from is None and not abnormal
     first = _reput_start(p, states, config, commitlog_min, dispatch_from=dispatch_from, reput_at=reput_at,
                          reput_from_queues=reput_from_queues, recovery_dispatches=recovery_dispatches,
@@ -91,6 +95,11 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
         q = s.restart
         if after_load is not None and q.queue in after_load:   # reported as the load left it: after the walk and cut
             q.max_physic_offset, q.write_position = after_load[q.queue]
+        if id(s) in empty_last and not q.units_appended_by_recovery \
+                and not (recovery_dispatches and q.units_dispatched_again):
+            q.load_failure = (f"its last consume queue file ({s.tail_files[-1][0]}) holds no unit after "
+                              f"ConsumeQueue.recover: {CORRECT_MIN_OFFSET_533}")
+            p.start_fails = True
     for s in states:
         _second_reput(s, r, again)
         why = (ext_not_predicted or {}).get(s.restart.queue)
@@ -143,21 +152,62 @@ def _recover_abnormally(p: RestartPrediction, states: list[QueueState], abnormal
         p.units_appended_by_recovery += s.restart.units_appended_by_recovery
 
 
+def _empty_last_files(states: list[QueueState], config: BrokerConfig, *, dispatch_from: int | None) -> set[int]:
+    """The queues (``id`` of their state) whose last consume queue file ``ConsumeQueue.recover`` left empty, which
+    make a 5.3.3 store's load fail (``correctMinOffset`` in ``recoverTopicQueueTable`` reads before that file:
+    :func:`store_format.consumequeue_recovery.correct_min_offset_fails`) unless the truncation (which keeps a last
+    file's first unit, zeros too) or the recovery's dispatch writes there: :func:`_truncate_dirty` takes out those it
+    truncates, the report those the dispatch appends to."""
+    return {id(s) for s in states if config.brokerVersion == "5" and dispatch_from is None and s.loaded
+            and s.restart.layout != BCQ_DIR and s.tail_files and not s.restart.load_failure
+            and correct_min_offset_fails(int(s.tail_files[-1][0]),
+                                         s.restart.write_position == int(s.tail_files[-1][0]))}
+
+
 def _truncate_dirty(p: RestartPrediction, states: list[QueueState], config: BrokerConfig, cut: int, *,
-                    truncate_at: int | None, dispatch_from: int | None) -> None:
+                    truncate_at: int | None, dispatch_from: int | None, reput_from_queues: bool | None,
+                    abnormal_from: int | None, read_expected: Callable[[str, str, str], bytes],
+                    empty_last: set[int]) -> None:
     """``CommitLog.recoverNormally``/``recoverAbnormally``'s ``truncateDirtyLogicFiles(cut)`` on every queue the
     store loaded (:func:`truncate_queue`): when the queues' max physical offset (before the abnormal dispatch) is at
-    or past ``cut`` (rocketmq-store 5.5.1, since ``CombineConsumeQueue``: always), on the queues the abnormal
-    dispatch appended nothing to (what it appended lies before the end).  A DLedger store
-    (``DLedgerCommitLog.recover``) passes ``truncate_at``, the end of the log DLedger's recovery keeps
+    or past ``cut``, on the queues the abnormal dispatch (from ``abnormal_from``) appended nothing to (what it
+    appended lies before the end).  rocketmq-store 5.5.1 calls it always (since ``CombineConsumeQueue``), and its
+    ``ConsumeQueueStore.truncateDirty`` cuts when the max after the recovery's dispatch reaches ``cut``
+    (:func:`_dispatch_reaches`); a cut keeps a last file's first unit, zeros too (taken out of ``empty_last``).  A
+    DLedger store (``DLedgerCommitLog.recover``) passes ``truncate_at``, the end of the log DLedger's recovery keeps
     (``getMaxWrotePosition``), which the queues are truncated against instead of the commitlog's end; after a 5.x
     DLedger crash (``dispatch_from``) no queue is truncated against the log's end."""
     always = config.brokerVersion == "5.5" and truncate_at is None
     p.truncate_dirty_logic_files = dispatch_from is None and (always or p.max_physic_offset_in_queues >= cut)
-    if p.truncate_dirty_logic_files:
+    cuts = p.truncate_dirty_logic_files
+    if always and (abnormal_from is not None or reput_from_queues is None):   # truncateDirty: the max now
+        start = abnormal_from if abnormal_from is not None else p.max_physic_offset_in_queues + 1
+        cuts = max((s.restart.max_physic_offset for s in states), default=-1) >= cut \
+            or _dispatch_reaches(states, start, cut, read_expected)
+    if cuts:
         for s in states:
             if not s.restart.units_appended_by_recovery and s.loaded:
                 truncate_queue(s, cut)
+                empty_last.discard(id(s))
+
+
+def _dispatch_reaches(states: list[QueueState], start: int, end: int,
+                      read_expected: Callable[[str, str, str], bytes]) -> bool:
+    """Whether the recovery's dispatch of the records from ``start`` leaves some queue's max physical offset at
+    ``end`` (the commitlog's end): a rebuilt unit of such a record whose ``getMaxPhysicOffset`` reaches it (a unit the
+    dispatch skips: its queue's max already does).  5.5.1 ``ConsumeQueueStore.truncateDirty``, which
+    ``truncateDirtyLogicFiles`` calls after that dispatch, cuts the queues only then."""
+    for s in states:
+        rules = queue_rules(s.restart.layout)
+        for name, _lo, hi, _n in s.expected_files:
+            if hi < start:
+                continue
+            data = read_expected(s.restart.layout, s.restart.queue, name)
+            u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+            u = u[rules.is_message(u)]
+            if ((u["commitlogOffset"].astype(np.int64) >= start) & (rules.max_physic(u) >= end)).any():
+                return True
+    return False
 
 
 def _reput_start(p: RestartPrediction, states: list[QueueState], config: BrokerConfig, commitlog_min: int, *,
