@@ -24,9 +24,11 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
 * The recovery's ``truncateDirtyLogicFiles`` then walks the reopened queue's last file from its start: its first unit
   is one the dispatch wrote (below the cut), so no file is deleted and no byte changes; on 5.x nothing is put to it
   afterwards (the start's reput begins at the commitlog's end: ``CommitLog.getConfirmOffset``, its max offset).  A
-  start that dispatches such a record again later (a second reput, ``recheckReputOffsetFromCq``) puts after a write
-  position that walk may have moved past the written bytes over the store's own: not modelled
-  (:func:`restart_refusal`).
+  second reput (``recheckReputOffsetFromCq``, ``DefaultMessageStore.doRecheckReputOffsetFromCq``) starts at the
+  queue table's largest max after the recovery, the reopened topic "" queues among them (:func:`second_reput_start`):
+  where the recovery dispatched to the commitlog's end it finds no empty-name record there and changes nothing.  One
+  that does dispatch such a record again puts after a write position that walk may have moved past the written bytes
+  over the store's own: not modelled (:func:`restart_refusal`).
 * 5.3.3: the same start (``loadConsumeQueues`` walks the folders as 5.5.1's; ``recoverNormally`` dispatches the
   records past ``getMaxPhyOffsetInConsumeQueue``, ``recoverAbnormally``'s walk every record from its first data file;
   the same ``putMessagePositionInfo`` and ``truncateDirtyLogicFiles``).  Its ``correctMinOffset`` (5.5.1 guards it)
@@ -41,7 +43,8 @@ cut, a crash walk that dispatches every such record again), tests/test_light_emp
 dispatching only the later ones: ``fillPreBlank`` over the earlier units; files planted before a start over deleted
 queue folders; 4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too) and tests/test_light_empty_restart_533_broker.py
 (the same shapes on 5.3.3: planted files by default, a cut, a crash walk and the later ones with
-``PIPELINES_FULL_SUITE=1``).
+``PIPELINES_FULL_SUITE=1``); tests/test_light_empty_recheck_broker.py (a cut, a crash walk and the later ones with
+``recheckReputOffsetFromCq=true``, 5.5.1 and 5.3.3: the files and figures as without it).
 """
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ from .store import StoreLocation
 from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
 __all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
-           "over_held", "restart_refusal", "start_fails", "empty_name_units", "reopened_files"]
+           "over_held", "restart_refusal", "second_reput_start", "start_fails", "empty_name_units", "reopened_files"]
 
 
 def is_topic_empty_file(rel: str) -> bool:
@@ -99,21 +102,35 @@ def over_held(held: bytes | None, written: bytes, size: int) -> bytes:
     return bytes(merged)
 
 
-def restart_refusal(config: BrokerConfig) -> str:
+def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:
     """Why a restart over empty-name records on file consume queues is not predicted (empty: it is): only file stores
-    of a known broker line (the brokers checked: 5.5.1, 5.3.3 and 4.9.8) not over a DLedger commitlog, on 5.x without
-    a second reput (``recheckReputOffsetFromCq``), are."""
+    of a known broker line (the brokers checked: 5.5.1, 5.3.3 and 4.9.8) not over a DLedger commitlog are; on 5.x
+    with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record: ``again`` is how many
+    units of empty-name records lie at or past where it starts (:func:`second_reput_start`), None when not known."""
     if config.brokerVersion not in ("5.5", "5", "4"):
         why = "with the broker line not known (brokerVersion auto: give --broker-version)"
     elif config.enableDLegerCommitLog:
         why = "over a DLedger commitlog"
-    elif config.is_5x and config.recheckReputOffsetFromCq:
-        why = "with recheckReputOffsetFromCq=true (its second reput puts after what the recovery's walk read there)"
+    elif config.is_5x and config.recheckReputOffsetFromCq and again is None:
+        why = ("with recheckReputOffsetFromCq=true where the second reput's start is not known here (verify predicts "
+               "it with the queues kept)")
+    elif config.is_5x and config.recheckReputOffsetFromCq and again:
+        why = (f"with recheckReputOffsetFromCq=true whose second reput dispatches {again} such unit(s) again, putting "
+               "after what the recovery's truncateDirtyLogicFiles read past the written bytes")
     else:
         return ""
     return ("a multi-dispatch request names an empty queue, whose files (consumequeue/<queueId>/, topic \"\" of "
             "ConsumeQueue.multiDispatchLmqQueue) a broker start loads as topic \"<queueId>\" and reopens when it "
             f"dispatches such a record again: a restart over them is not modelled {why}")
+
+
+def second_reput_start(queues_max: int, units: list[tuple[int, int, int]], sizes: dict[int, tuple[int, int]]) -> int:
+    """Where ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (5.3.3 and 5.5.1) starts: the largest
+    ``getMaxPhysicOffset`` over the queue table after the recovery (at least the commitlog's min offset), or no
+    later: ``queues_max`` (a bound below the own queues' max: the loaded queues' max before ``recoverNormally``'s
+    dispatch, which only raises it, or the min offset), the topic "" queues the recovery's dispatch created (``units``,
+    :func:`empty_name_units`) among them: the end of the last record put to one."""
+    return max([queues_max, *(at + sizes[at][0] for at, _, _ in units)])
 
 
 def start_fails(written: dict[int, dict[int, bytes]], config: BrokerConfig) -> str:

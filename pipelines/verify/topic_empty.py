@@ -19,6 +19,7 @@ from store_format.empty_topic_restart import (
     over_held,
     reopened_files,
     restart_refusal,
+    second_reput_start,
     start_fails,
 )
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
@@ -35,6 +36,17 @@ def _units(data: bytes) -> set[int]:
     return set(u["commitlogOffset"][(size > 0) & (size != CQ_BLANK_SIZE)].astype(np.int64).tolist())
 
 
+def _not_predicted(p: RestartPrediction, files: list[str], why: str) -> None:
+    """The note line of a start whose topic "" files are not predicted past the load (``why``: the refusal's line)."""
+    if files:
+        queues = sorted({int(f.split("/", 1)[0]) for f in files})
+        p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} '
+                       'file(s)) not predicted past the load: a start loads those folders as topics "<queueId>" '
+                       '(empty, nothing written), not as topic "", so no recovery cuts them (units past the '
+                       "commitlog's end stay); a recovery walk or reput that dispatches such a record again "
+                       f"reopens them (not modelled {why.rsplit('not modelled ', 1)[-1]})")
+
+
 def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[str, Any], p: RestartPrediction, *,
                         recovery: Any, abnormal: bool, rebuilt: bool = True) -> None:
     """Topic ""'s queues at the start ``p`` predicts (the store's files ``store_cq``, relative to ``consumequeue/``;
@@ -43,15 +55,10 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
     overwritten, in ``p``'s totals too) and a note line; where the start is not modelled
     (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
-    why = restart_refusal(config) if recovery is not None else "over a DLedger commitlog"
+    # a second reput (5.x, recheckReputOffsetFromCq) is decided once the recovery's units are known, below
+    why = restart_refusal(config, again=0) if recovery is not None else "over a DLedger commitlog"
     if why or not files and not rebuilt:
-        if files:
-            queues = sorted({int(f.split("/", 1)[0]) for f in files})
-            p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} '
-                           'file(s)) not predicted past the load: a start loads those folders as topics "<queueId>" '
-                           '(empty, nothing written), not as topic "", so no recovery cuts them (units past the '
-                           "commitlog's end stay); a recovery walk or reput that dispatches such a record again "
-                           f"reopens them (not modelled {why.rsplit('not modelled ', 1)[-1]})")
+        _not_predicted(p, files, why)
         return
     # the records dispatched: recoverAbnormally's walk all of them; on 5.5 recoverNormally's those past the queues'
     # max physical offset (the reput then starts at the commitlog's end), on 4.9 the reput's from that max on
@@ -64,6 +71,15 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
                            "the load: after recoverAbnormally's walk the reput dispatches their records again from "
                            f"{p.reput_from}, onto a queue whose write position truncateDirtyLogicFiles set from the "
                            "bytes on disk past the walk's (not modelled)")
+            return
+    if config.is_5x and config.recheckReputOffsetFromCq:   # doRecheckReputOffsetFromCq, topic "" queues reopened
+        # at or past the loaded queues' max (recoverNormally) or the min offset, and the reopened topic "" queues' max
+        again_from = second_reput_start(max(p.commitlog_min_offset, above, 0), units, sizes)
+        later = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, again_from - 1)[0] \
+            if again_from >= recovery.dispatch_from else None
+        why = restart_refusal(config, again=None if later is None else len(later))
+        if why:
+            _not_predicted(p, files, why)
             return
     written = reopened_files(units, sizes, config.cq_file_size)
     why = start_fails({q: files for q, (files, _) in written.items()}, config)
