@@ -23,7 +23,7 @@ import numpy as np
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
 
 __all__ = ["QueueTable", "Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states",
-           "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue", "cq_queue_folder"]
+           "loaded_state", "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue", "cq_queue_folder"]
 
 NOT_STARTED = np.iinfo(np.int64).min
 
@@ -41,6 +41,21 @@ def new_states(n: int) -> np.ndarray:
     states = np.full((n, 5), -1, dtype=np.int64)
     states[:, 1] = NOT_STARTED
     return states
+
+
+def loaded_state(max_physic: int, write_position: int, *, loaded: bool, last_file: int | None = None) -> np.ndarray:
+    """One queue's append-state row (for :func:`assign_positions`) as a start's load left it: its max physical offset
+    and write position (bytes).  A ``loaded`` queue has a file (``ConsumeQueue.recover`` keeps one of zeros at write
+    position 0): ``getLastMappedFile`` returns it (``MappedFile.isFirstCreateInQueue`` false), so no ``fillPreBlank``
+    and the first unit goes at that write position; a queue without files at write position 0 starts at its first
+    unit's own position.  ``last_file``: the start of its last file, tracked (5 columns); else 4 (no file tracking)."""
+    state = new_states(1) if last_file is not None else new_states(1)[:, :Q_LAST_FILE].copy()
+    state[0, Q_MAX_PHYS] = max_physic
+    if loaded or write_position > 0:
+        state[0, Q_WRITE_POS] = write_position
+    if last_file is not None:
+        state[0, Q_LAST_FILE] = last_file
+    return state
 
 
 @numba.njit(cache=True, nogil=True)

@@ -41,7 +41,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_DTYPE
-from .consumequeue import Q_FIRST_FILE, Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS, assign_positions, new_states
+from .consumequeue import Q_FIRST_FILE, Q_LAST_FILE, assign_positions, loaded_state
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
 from .recovery_dispatch import recovery_dispatch
 
@@ -299,8 +299,7 @@ def dispatch_units(tail_files: TailFiles, units: np.ndarray, max_physic_offset: 
         # position each unit leaves (own and light units of one queue need not come in queue offset order); the
         # files were loaded, not created in this run (MappedFile.isFirstCreateInQueue), so no fillPreBlank units,
         # even at write position 0 (a file of zeros)
-        state = new_states(1)
-        state[0, Q_MAX_PHYS], state[0, Q_WRITE_POS], state[0, Q_LAST_FILE] = max_physic_offset, write, int(name)
+        state = loaded_state(max_physic_offset, write, loaded=True, last_file=int(name))
         state[0, Q_FIRST_FILE] = int(files[0][0])
         appended = assign_positions(np.zeros(len(units), np.int64), units[:, 0], units[:, 1], units[:, 2], file_size,
                                     state) >= 0

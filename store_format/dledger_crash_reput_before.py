@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from .config import BrokerConfig
-from .consumequeue import assign_positions
+from .consumequeue import assign_positions, loaded_state
 from .dledger_crash_after import refusal, reput_goes_on
 from .dledger_crash_before import (
     appended_cut,
@@ -200,7 +200,7 @@ def held_reput_appends(units: np.ndarray, own: int, top: int, wrote: int) -> int
     has queue offset 0 (no check) or one behind the write position (dropped by the source, no broker case)."""
     if wrote < 0 or top < 0 or len(units) != own or (units[:, U_KIND] != KIND_CQ).any():
         return -1
-    state = np.array([[top, wrote, -1, -1]], np.int64)   # Q_MAX_PHYS, Q_WRITE_POS (no file tracked)
+    state = loaded_state(top, wrote, loaded=True)   # a held queue: loaded (no file tracked)
     ends = units[:, U_END]
     pos = assign_positions(np.zeros(len(units), np.int64), units[:, U_OFFSET], ends - units[:, U_OFFSET],
                            units[:, U_KEY], 1 << 30, state)

@@ -12,7 +12,8 @@ rocketmq-store 5.5.1 likewise), against the queues as ``ConsumeQueue.recover`` l
   when ``offset + size <= maxPhysicOffset``, skipped when its queue offset's byte position lies below the write
   position the unit before left (``expectLogicOffset < currentLogicOffset``; queue offset 0 is not checked),
   else appended at the write position (above it only logged); the skips leave ``maxPhysicOffset`` as it was.  On
-  a queue without files the first unit goes at its own position (``fillPreBlank`` before it).
+  a queue without files the first unit goes at its own position (``fillPreBlank`` before it); a loaded queue at
+  write position 0 (a file of zeros ``ConsumeQueue.recover`` kept) takes it at 0 (``loaded_state``).
 * ``BatchConsumeQueue.putBatchMessagePositionInfo`` (5.x) skips a unit when ``offset <=
   maxMsgPhyOffsetInCommitLog`` and appends the others at the write position; no ext file.
 
@@ -27,7 +28,7 @@ import dataclasses
 
 import numpy as np
 
-from .consumequeue import Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS, assign_positions, new_states
+from .consumequeue import Q_MAX_PHYS, Q_WRITE_POS, assign_positions, loaded_state
 
 __all__ = ["RecoveryDispatch", "recovery_dispatch"]
 
@@ -46,11 +47,13 @@ class RecoveryDispatch:
 
 
 def recovery_dispatch(off: np.ndarray, size: np.ndarray, logic: np.ndarray, *, start: int, end: int,
-                      max_physic: int, write_position: int, unit_size: int, batch: bool) -> RecoveryDispatch:
+                      max_physic: int, write_position: int, unit_size: int, batch: bool,
+                      loaded: bool = True) -> RecoveryDispatch:
     """The queue's units (``off``/``size``: commitlog offset and size; ``logic``: the byte position its
     queue offset gives, ``cqOffset * unitSize``; in commitlog order) whose records lie in ``[start, end)``
     through ``ConsumeQueue.putMessagePositionInfo`` (``batch``: ``BatchConsumeQueue.putBatchMessagePositionInfo``,
-    where ``max_physic`` is the start of its last unit) on a queue ending at ``write_position`` (0: no file)."""
+    where ``max_physic`` is the start of its last unit) on a queue ending at ``write_position`` (``loaded``: the store's
+    load put it in its table, so it has a file even at write position 0; else 0 is no file)."""
     off = np.asarray(off, dtype=np.int64)
     size = np.asarray(size, dtype=np.int64)
     walked = (off >= start) & (off < end)
@@ -58,7 +61,7 @@ def recovery_dispatch(off: np.ndarray, size: np.ndarray, logic: np.ndarray, *, s
         put = walked & (off > max_physic)
     else:
         return _put_one_by_one(off, size, np.asarray(logic, dtype=np.int64) // unit_size, walked,
-                               max_physic=max_physic, write_position=write_position)
+                               max_physic=max_physic, write_position=write_position, loaded=loaded)
     n = int(put.sum())
     if not n:
         return RecoveryDispatch(int(walked.sum()), put, write_position, max_physic)
@@ -67,13 +70,10 @@ def recovery_dispatch(off: np.ndarray, size: np.ndarray, logic: np.ndarray, *, s
 
 
 def _put_one_by_one(off: np.ndarray, size: np.ndarray, queue_offset: np.ndarray, walked: np.ndarray, *,
-                    max_physic: int, write_position: int) -> RecoveryDispatch:
+                    max_physic: int, write_position: int, loaded: bool) -> RecoveryDispatch:
     """``ConsumeQueue.putMessagePositionInfo`` on each walked unit in turn (:func:`assign_positions`): from the
-    loaded write position and max (0: no file, the first unit at its own position)."""
-    state = new_states(1)[:, :Q_LAST_FILE].copy()   # no file tracking: the files are the caller's
-    state[0, Q_MAX_PHYS] = max_physic
-    if write_position > 0:
-        state[0, Q_WRITE_POS] = write_position
+    loaded write position and max (:func:`loaded_state`; no file tracking: the files are the caller's)."""
+    state = loaded_state(max_physic, write_position, loaded=loaded)
     idx = np.flatnonzero(walked)
     pos = assign_positions(np.zeros(len(idx), np.int64), off[idx], size[idx], queue_offset[idx], _NO_FILE_BOUND,
                            state)

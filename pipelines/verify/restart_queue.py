@@ -204,7 +204,8 @@ def abnormal_dispatch(state: QueueState, start: int, end: int,
     wp, mx = q.write_position, q.max_physic_offset
     if walked is not None:
         d = recovery_dispatch(walked[:, 0], walked[:, 1], walked[:, 2] * rules.unit_size, start=start, end=end,
-                              max_physic=mx, write_position=wp, unit_size=rules.unit_size, batch=False)
+                              max_physic=mx, write_position=wp, unit_size=rules.unit_size, batch=False,
+                              loaded=state.loaded)
         # one ext unit per record of the queue's own (a light unit puts none: multiDispatchLmqQueue)
         records = int(walked[:, 3].astype(bool).sum()) if state.ext_file_size else d.records
         wp, mx = d.write_position, d.max_physic_offset
@@ -219,7 +220,7 @@ def abnormal_dispatch(state: QueueState, start: int, end: int,
         u = u[msg]
         d = recovery_dispatch(u["commitlogOffset"], u["size"], int(name) + msg * rules.unit_size, start=start,
                               end=end, max_physic=mx, write_position=wp, unit_size=rules.unit_size,
-                              batch=q.layout == BCQ_DIR)
+                              batch=q.layout == BCQ_DIR, loaded=state.loaded)
         # one ext unit per record of the queue's own (putMessagePositionInfoWrapper): not for a light unit
         # (ConsumeQueue.multiDispatchLmqQueue calls putMessagePositionInfo alone)
         off = u["commitlogOffset"].astype(np.int64)
