@@ -18,6 +18,7 @@ from store_format.empty_topic_restart import (
     held_topic_empty_files,
     is_topic_empty_file,
     over_held,
+    reput_again_queues,
     start_fails,
     written_prefix,
 )
@@ -476,7 +477,8 @@ def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: li
     the rebuild's topic "" files, (queue id, file start), written by a new queue's put rule into ``staging``) written
     again as its bytes over the store's (:func:`~store_format.empty_topic_restart.over_held`), every other such file
     of the store copied as it is; the (queue id, file start) of each file written.  A second reput (``RecoveryPlan.
-    restart_reput_from``) over such held files is refused in one line (what the recovery's ``truncateDirtyLogicFiles``
+    restart_reput_from``) that dispatches an empty-name record again (``reput_again_queues``) over such held files is
+    refused in one line (what the recovery's ``truncateDirtyLogicFiles``
     reads past the written bytes sets where it puts).  ``requests``: blanks' empty requests write topic "" queue 0
     (``store_format.empty_request_held``, which then keeps or writes over ``consumequeue/0/``'s files).  A 5.3.3
     start that this dispatch leaves a queue with an empty last file fails
@@ -494,11 +496,14 @@ def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: li
             if not (requests and rel.rsplit("/", 1)[0] == HELD_FOLDERS[0])}
     if not held:
         return []
-    if isinstance(recovery, Restart) and recovery.plan.restart_reput_from >= 0 and built_topic_empty:
+    plan = recovery.plan if isinstance(recovery, Restart) else None
+    again = reput_again_queues(st, config, walk_from=plan.dispatch_from, reput_first=plan.restart_reput_from,
+                               end=plan.process_offset) if plan is not None and plan.restart_reput_from >= 0 else []
+    if again:
         raise UnsupportedConfigError(
             f"{st.uri}: --as-restart: the store holds topic \"\"'s files (consumequeue/<queueId>/, multi-dispatch "
-            "requests naming an empty queue) and the start's second reput dispatches such records again after the "
-            "recovery: not modelled; rebuild without --as-restart")
+            f"requests naming an empty queue) and the start's second reput dispatches records of queue(s) "
+            f"{', '.join(map(str, again))} again after the recovery: not modelled; rebuild without --as-restart")
     out = []
     for qid, start in built_topic_empty:
         rel = f"{cq_queue_folder('', qid)}/{cq_file_name(start)}"

@@ -36,7 +36,8 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   so fails the start (:func:`start_fails`).
 * 4.9.8: ``recoverNormally`` dispatches nothing, the start's reput from the loaded queues' max physical offset on (that
   record included) reopens the queue the same way; after ``recoverAbnormally``'s walk that reput dispatches again
-  the records from the queues' max on, which ``pipelines.verify.topic_empty`` refuses where one names an empty queue.
+  the records from the queues' max on, refused where one names an empty queue (:func:`reput_again_queues`, for
+  ``verify`` and ``--as-restart`` both).
 
 Checked against the 5.5.1, 5.3.3 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a
 cut, a crash walk that dispatches every such record again), tests/test_light_empty_reopen_broker.py (a start
@@ -60,7 +61,8 @@ from .store import StoreLocation
 from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
 __all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
-           "over_held", "restart_refusal", "second_reput_start", "start_fails", "empty_name_units", "reopened_files"]
+           "over_held", "refusal_reason", "restart_refusal", "reput_again_queues", "second_reput_start", "start_fails",
+           "empty_name_units", "reopened_files"]
 
 
 def is_topic_empty_file(rel: str) -> bool:
@@ -102,26 +104,46 @@ def over_held(held: bytes | None, written: bytes, size: int) -> bytes:
     return bytes(merged)
 
 
-def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:
-    """Why a restart over empty-name records on file consume queues is not predicted (empty: it is): only file stores
-    of a known broker line (the brokers checked: 5.5.1, 5.3.3 and 4.9.8) not over a DLedger commitlog are; on 5.x
-    with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record: ``again`` is how many
-    units of empty-name records lie at or past where it starts (:func:`second_reput_start`), None when not known."""
+def refusal_reason(config: BrokerConfig, again: int | None = None) -> str:
+    """Why a restart over empty-name records on file consume queues is not predicted, the reason alone (empty: it
+    is): only file stores of a known broker line (the brokers checked: 5.5.1, 5.3.3 and 4.9.8) not over a DLedger
+    commitlog are; on 5.x with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record:
+    ``again`` is how many units of empty-name records lie at or past where it starts (:func:`second_reput_start`),
+    None when not known."""
     if config.brokerVersion not in ("5.5", "5", "4"):
-        why = "with the broker line not known (brokerVersion auto: give --broker-version)"
-    elif config.enableDLegerCommitLog:
-        why = "over a DLedger commitlog"
-    elif config.is_5x and config.recheckReputOffsetFromCq and again is None:
-        why = ("with recheckReputOffsetFromCq=true where the second reput's start is not known here (verify predicts "
-               "it with the queues kept)")
-    elif config.is_5x and config.recheckReputOffsetFromCq and again:
-        why = (f"with recheckReputOffsetFromCq=true whose second reput dispatches {again} such unit(s) again, putting "
-               "after what the recovery's truncateDirtyLogicFiles read past the written bytes")
-    else:
+        return "with the broker line not known (brokerVersion auto: give --broker-version)"
+    if config.enableDLegerCommitLog:
+        return "over a DLedger commitlog"
+    if config.is_5x and config.recheckReputOffsetFromCq and again is None:
+        return ("with recheckReputOffsetFromCq=true where the second reput's start is not known here (verify "
+                "predicts it with the queues kept)")
+    if config.is_5x and config.recheckReputOffsetFromCq and again:
+        return (f"with recheckReputOffsetFromCq=true whose second reput dispatches {again} such unit(s) again, "
+                "putting after what the recovery's truncateDirtyLogicFiles read past the written bytes")
+    return ""
+
+
+def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:
+    """The refusal's line for :func:`refusal_reason` (empty: the restart is predicted)."""
+    why = refusal_reason(config, again)
+    if not why:
         return ""
     return ("a multi-dispatch request names an empty queue, whose files (consumequeue/<queueId>/, topic \"\" of "
             "ConsumeQueue.multiDispatchLmqQueue) a broker start loads as topic \"<queueId>\" and reopens when it "
             f"dispatches such a record again: a restart over them is not modelled {why}")
+
+
+def reput_again_queues(store: StoreLocation, config: BrokerConfig, *, walk_from: int, reput_first: int,
+                       end: int) -> list[int]:
+    """The topic "" queues whose empty-name records the start's reput dispatches again after ``recoverAbnormally``'s
+    walk (from ``walk_from`` to ``end``): 4.9.x ``DefaultMessageStore.start`` reputs from the queues' max physical
+    offset, ``reput_first`` the first record it dispatches (``end`` or past: none); each such record lands on a queue
+    whose write position ``truncateDirtyLogicFiles`` set from the bytes on disk past the walk's, which is not
+    modelled (empty: no such record, the walk's writes stand).  5.x's second reput: :func:`second_reput_start`."""
+    if reput_first >= end:
+        return []
+    again, _ = empty_name_units(store, config, walk_from, end, reput_first - 1)
+    return sorted({q for _, q, _ in again})
 
 
 def second_reput_start(queues_max: int, units: list[tuple[int, int, int]], sizes: dict[int, tuple[int, int]]) -> int:

@@ -13,38 +13,39 @@ import numpy as np
 
 from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
+from store_format.consumequeue_recovery import CQ_RULES
 from store_format.empty_topic_restart import (
     empty_name_units,
+    held_topic_empty_files,
     is_topic_empty_file,
     over_held,
+    refusal_reason,
     reopened_files,
-    restart_refusal,
+    reput_again_queues,
     second_reput_start,
     start_fails,
 )
-from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
 from store_format.store import StoreLocation
 
 from .report import QueueRestart, RestartPrediction
-from .storefiles import CQ_DIR, read_all
 
 
 def _units(data: bytes) -> set[int]:
     """The commitlog offsets of a consume queue file's message units (blank and zeroed ones left out)."""
-    u = np.frombuffer(data[:len(data) - len(data) % CQ_UNIT_DTYPE.itemsize], dtype=CQ_UNIT_DTYPE)
-    size = u["size"].astype(np.int64)
-    return set(u["commitlogOffset"][(size > 0) & (size != CQ_BLANK_SIZE)].astype(np.int64).tolist())
+    u = np.frombuffer(data[:len(data) - len(data) % CQ_RULES.unit_size], dtype=CQ_RULES.dtype)
+    return set(u["commitlogOffset"][CQ_RULES.is_message(u)].astype(np.int64).tolist())
 
 
 def _not_predicted(p: RestartPrediction, files: list[str], why: str) -> None:
-    """The note line of a start whose topic "" files are not predicted past the load (``why``: the refusal's line)."""
+    """The note line of a start whose topic "" files are not predicted past the load (``why``: the refusal's reason,
+    :func:`store_format.empty_topic_restart.refusal_reason`)."""
     if files:
         queues = sorted({int(f.split("/", 1)[0]) for f in files})
         p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} '
                        'file(s)) not predicted past the load: a start loads those folders as topics "<queueId>" '
                        '(empty, nothing written), not as topic "", so no recovery cuts them (units past the '
                        "commitlog's end stay); a recovery walk or reput that dispatches such a record again "
-                       f"reopens them (not modelled {why.rsplit('not modelled ', 1)[-1]})")
+                       f"reopens them (not modelled {why})")
 
 
 def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[str, Any], p: RestartPrediction, *,
@@ -56,28 +57,28 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
     (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
     # a second reput (5.x, recheckReputOffsetFromCq) is decided once the recovery's units are known, below
-    why = restart_refusal(config, again=0) if recovery is not None else "over a DLedger commitlog"
+    why = refusal_reason(config, again=0) if recovery is not None else "over a DLedger commitlog"
     if why or not files and not rebuilt:
         _not_predicted(p, files, why)
         return
-    # the records dispatched: recoverAbnormally's walk all of them; on 5.5 recoverNormally's those past the queues'
-    # max physical offset (the reput then starts at the commitlog's end), on 4.9 the reput's from that max on
-    above = -1 if abnormal else p.reput_from if config.is_5x else p.reput_from - 1
-    units, sizes = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, above)
-    if abnormal and not config.is_5x and p.reput_from < p.commitlog_end:   # 4.9: the reput from the queues' max
-        again, _ = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, p.reput_from - 1)
-        if again:
-            p.notes.append(f'topic "" queues {", ".join(sorted({str(q) for _, q, _ in again}))} not predicted past '
-                           "the load: after recoverAbnormally's walk the reput dispatches their records again from "
-                           f"{p.reput_from}, onto a queue whose write position truncateDirtyLogicFiles set from the "
-                           "bytes on disk past the walk's (not modelled)")
-            return
+    # the records dispatched: recoverAbnormally's walk all of them; else the reput's (5.x: recoverNormally's) from
+    # its first record on (pipelines.verify.restart._reput_start)
+    first = p.reput_from if p.reput_from_inclusive else p.reput_from + 1
+    units, sizes = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, -1 if abnormal else first - 1)
+    again_queues = reput_again_queues(st, config, walk_from=recovery.dispatch_from, reput_first=first,
+                                      end=p.commitlog_end) if abnormal else []
+    if again_queues:   # 4.9: after the walk the reput from the queues' max
+        p.notes.append(f'topic "" queues {", ".join(map(str, again_queues))} not predicted past the load: after '
+                       f"recoverAbnormally's walk the reput dispatches their records again from {p.reput_from}, onto "
+                       "a queue whose write position truncateDirtyLogicFiles set from the bytes on disk past the "
+                       "walk's (not modelled)")
+        return
     if config.is_5x and config.recheckReputOffsetFromCq:   # doRecheckReputOffsetFromCq, topic "" queues reopened
         # at or past the loaded queues' max (recoverNormally) or the min offset, and the reopened topic "" queues' max
-        again_from = second_reput_start(max(p.commitlog_min_offset, above, 0), units, sizes)
+        again_from = second_reput_start(max(p.commitlog_min_offset, -1 if abnormal else first - 1, 0), units, sizes)
         later = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, again_from - 1)[0] \
             if again_from >= recovery.dispatch_from else None
-        why = restart_refusal(config, again=None if later is None else len(later))
+        why = refusal_reason(config, again=None if later is None else len(later))
         if why:
             _not_predicted(p, files, why)
             return
@@ -87,10 +88,10 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
         p.notes.append(why)
         return
     held: dict[int, dict[int, bytes]] = {}
-    for rel in files:
-        folder, name = rel.split("/")
+    for rel, data in held_topic_empty_files(st).items():
+        folder, name = rel.split("/")[1:]
         if name.isdigit():
-            held.setdefault(int(folder), {})[int(name)] = read_all(st.fs, f"{st.root}/{CQ_DIR}/{rel}")
+            held.setdefault(int(folder), {})[int(name)] = data
     if not held and not written:
         return
     reopened, changed = [], 0
