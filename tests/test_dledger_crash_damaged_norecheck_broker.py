@@ -14,15 +14,13 @@ lost, queue by queue, and the index keys put again as the broker's files hold th
 """
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import broker_harness as bh
 import numpy as np
 import pytest
-from broker_dledger_2gib import BLANK_MAX, held_units, queued_messages
 from broker_dledger_scenarios import small_abort_scenarios
-from test_dledger_crash_zeros_broker import _units, _verify, _zeros_planted, zeros_scenarios
+from test_dledger_crash_zeros_broker import _units, _zeros_planted, units_lost_as_the_broker, zeros_scenarios
 from test_dledger_crash_zeros_damaged_broker import DAMAGED, _walk_ended_at_the_damage
 from test_dledger_crash_zeros_mixed_broker import _offsets
 
@@ -81,16 +79,7 @@ def _as_the_broker(src: Path, tmp_path: Path, sc: dict, w: dict, line: str) -> N
     after = _index_offsets(src / "expected" / "index", conf)
     keyed = np.concatenate(after) if after else np.zeros(0, dtype=np.int64)
     assert len(keyed) and int(keyed.max()) < offsets[DAMAGED], (int(keyed.max()), offsets[DAMAGED])
-    got = _verify(src, tmp_path, line)
-    p = got["restart"]
-    assert p is not None, got.get("restart_note")
-    held = held_units(src, ends=ends)
-    assert p["units_lost"] == queued_messages(sc) - held, (queued_messages(sc), held, p["notes"])
-    per = Counter(f"{m['topic']}/{m['queueId']}" for m in sc["messages"] if m.get("tranType") != "prepared")
-    lost = {q["queue"]: q["units_lost"] for q in p["queues"]}
-    for name, v in ends.items():
-        n = sum(s not in (0, BLANK_MAX) for _o, s in _units(src, name, int(v["maxOffset"])))
-        assert lost.get(name, 0) == per[name] - n, (name, lost.get(name), per[name], n)
+    p = units_lost_as_the_broker(src, tmp_path, sc, ends, line)
     # the index files the abnormal start kept held ``before`` keys (none: every file deleted, or their keys kept)
     assert p["index_keys_put_again"] == len(keyed) - (before if not p["index_files_deleted"] else 0), (
         len(keyed), before, p["index_keys_put_again"], p["index_files_deleted"], p["notes"])

@@ -146,14 +146,13 @@ def _zeros_planted(src, queue: str) -> None:  # noqa: ANN001
     assert not any((src / "before" / files[0]).read_bytes())
 
 
-def _verify_as_the_broker(src, tmp_path, sc: dict, w: dict, queue: str,  # noqa: ANN001
-                          line: str = LINE) -> dict:
-    """``verify`` on ``src/before``: the units lost (all queues, and ``queue``'s) and the index keys put again as the
-    broker's files hold them; its prediction."""
+def units_lost_as_the_broker(src, tmp_path, sc: dict, ends: dict, line: str) -> dict:  # noqa: ANN001
+    """``verify`` on ``src/before``: its prediction, whose units lost (all queues, and queue by queue) are those the
+    broker's restart left out: the scenario's messages less the units its queues hold (``ends``: the broker's
+    ``queuesAfterDispatch``)."""
     got = _verify(src, tmp_path, line)
     p = got["restart"]
     assert p is not None, got.get("restart_note")
-    ends = w["queuesAfterDispatch"]
     held = held_units(src, ends=ends)
     assert p["units_lost"] == queued_messages(sc) - held, (queued_messages(sc), held, p["notes"])
     per = Counter(f"{m['topic']}/{m['queueId']}" for m in sc["messages"] if m.get("tranType") != "prepared")
@@ -161,6 +160,15 @@ def _verify_as_the_broker(src, tmp_path, sc: dict, w: dict, queue: str,  # noqa:
     for name, v in ends.items():
         n = sum(s not in (0, BLANK_MAX) for _o, s in _units(src, name, int(v["maxOffset"])))
         assert lost.get(name, 0) == per[name] - n, (name, lost.get(name), per[name], n)
+    return p
+
+
+def _verify_as_the_broker(src, tmp_path, sc: dict, w: dict, queue: str,  # noqa: ANN001
+                          line: str = LINE) -> dict:
+    """``verify`` on ``src/before``: the units lost (all queues, and ``queue``'s) and the index keys put again as the
+    broker's files hold them; its prediction."""
+    p = units_lost_as_the_broker(src, tmp_path, sc, w["queuesAfterDispatch"], line)
+    lost = {q["queue"]: q["units_lost"] for q in p["queues"]}
     keys = sum(int.from_bytes(f.read_bytes()[36:40], "big") - 1 for f in (src / "expected" / "index").iterdir())
     assert p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
     assert queue in lost
