@@ -508,7 +508,7 @@ def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: li
     for qid, start in built_topic_empty:
         rel = f"{cq_queue_folder('', qid)}/{cq_file_name(start)}"
         if rel in held:
-            data = read_staged(rel)
+            data = written[qid][start]   # read from staging above
             write_file(staging, rel, [over_held(held.pop(rel), data[:written_prefix(data)], file_size)])
             out.append((qid, start))
     for rel, data in held.items():

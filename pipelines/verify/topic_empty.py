@@ -96,17 +96,17 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
         return
     reopened, changed = [], 0
     for qid in sorted(set(held) | set(written)):
-        on_disk = held.get(qid, {})
         files_written, put = written.get(qid, ({}, 0))
+        if not files_written:   # a queue the dispatch does not reopen: its files stay as they are
+            continue
+        on_disk = held.get(qid, {})
         after = dict(on_disk)
         for start, data in files_written.items():
             after[start] = over_held(on_disk.get(start), data, config.cq_file_size)
         changed += sum(after[s] != on_disk.get(s) for s in files_written)
         before_units = set().union(*map(_units, on_disk.values())) if on_disk else set()
-        after_units = set().union(*map(_units, after.values())) if after else set()
+        after_units = set().union(*map(_units, after.values()))
         lost = len(before_units - after_units)
-        if not files_written:
-            continue
         reopened.append(qid)
         names = ", ".join(cq_file_name(s) for s in files_written)
         q = QueueRestart(f"/{qid}", units_dispatched_again=put, units_lost=lost,
