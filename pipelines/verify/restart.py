@@ -196,11 +196,15 @@ def _dispatch_reaches(states: list[QueueState], start: int, end: int,
     """Whether the recovery's dispatch of the records from ``start`` leaves some queue's max physical offset at
     ``end`` (the commitlog's end): a rebuilt unit of such a record whose ``getMaxPhysicOffset`` reaches it (a unit the
     dispatch skips: its queue's max already does).  5.5.1 ``ConsumeQueueStore.truncateDirty``, which
-    ``truncateDirtyLogicFiles`` calls after that dispatch, cuts the queues only then."""
+    ``truncateDirtyLogicFiles`` calls after that dispatch, cuts the queues only then.  Only the last dispatched
+    record's units can end there (the records lie end to end), so only the files holding a unit of it are read."""
+    last = max((hi for s in states for _name, _lo, hi, _n in s.expected_files), default=-1)
+    if last < start:
+        return False
     for s in states:
         rules = queue_rules(s.restart.layout)
         for name, _lo, hi, _n in s.expected_files:
-            if hi < start:
+            if hi < last:
                 continue
             data = read_expected(s.restart.layout, s.restart.queue, name)
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
