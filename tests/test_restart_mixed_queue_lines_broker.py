@@ -30,7 +30,15 @@ from pathlib import Path
 import broker_harness as bh
 import numpy as np
 import pytest
-from test_restart_zeros_loaded_queue_lines_broker import CONFIG, SIZE, queue_entry, records, units, walk_shaped
+from test_restart_zeros_loaded_queue_lines_broker import (
+    CONFIG,
+    SIZE,
+    queue_entry,
+    records,
+    units,
+    walk_shaped,
+    walk_starts_at_file_1,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -96,6 +104,7 @@ def test_the_broker_put_the_walk_s_units_out_of_queue_offset_order(runs, line: s
     with the queues deleted a ``fillPreBlank`` unit, own 1, 2, 3, and T0/0 a ``fillPreBlank`` unit, lights 1 to 3."""
     kept = runs[f"{line}-mixedq-crash-kept"]
     d, w = Path(kept["scenario"]["dir"]), kept["written"]
+    walk_starts_at_file_1(d)
     own, light = _own_and_light(d)
     assert len(own) == len(light) == 4 and own[0][0] < SIZE <= own[1][0] < 2 * SIZE, (own, light)
     assert light[0][0] < SIZE <= light[1][0], light

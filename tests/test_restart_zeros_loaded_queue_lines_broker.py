@@ -69,8 +69,9 @@ def runs(request) -> dict[str, dict]:
 
 
 def records(commitlog: Path) -> list[dict]:
-    """Every record of a commitlog folder (``offset``, ``size``, ``topic``, ``queueId``, ``queueOffset``), read by
-    their totalSize up to each file's blank or zeros (v1 records, IPv4 hosts, as the harness puts them)."""
+    """Every record of a commitlog folder (``offset``, ``size``, ``topic``, ``queueId``, ``queueOffset``,
+    ``storeTimestamp``), read by their totalSize up to each file's blank or zeros (v1 records, IPv4 hosts, as the
+    harness puts them)."""
     out = []
     for f in sorted(commitlog.iterdir()):
         data, base, at = f.read_bytes(), int(f.name), 0
@@ -82,9 +83,21 @@ def records(commitlog: Path) -> list[dict]:
             tlen = data[at + 88 + body]
             out.append({"offset": base + at, "size": total, "queueId": int.from_bytes(data[at + 12:at + 16], "big"),
                         "queueOffset": int.from_bytes(data[at + 20:at + 28], "big"),
+                        "storeTimestamp": int.from_bytes(data[at + 56:at + 64], "big"),
                         "topic": data[at + 89 + body:at + 89 + body + tlen].decode()})
             at += total
     return out
+
+
+def walk_starts_at_file_1(d: Path) -> None:
+    """The checkpoint the restart found (``before/checkpoint``: physicMsgTimestamp, logicsMsgTimestamp) makes
+    ``isMappedFileMatchedRecover`` pick file 1, the last: its first record stored at least 3 s before both."""
+    cp = (d / "before" / "checkpoint").read_bytes()
+    least = min(int.from_bytes(cp[0:8], "big"), int.from_bytes(cp[8:16], "big")) - 3000
+    recs = records(d / "before" / "commitlog")
+    first = next(r for r in recs if r["offset"] >= SIZE)
+    assert recs[-1]["offset"] < 2 * SIZE and first["offset"] == SIZE and 0 < first["storeTimestamp"] <= least, (
+        first, least)
 
 
 def units(path: Path) -> list[tuple[int, int]]:
@@ -111,6 +124,7 @@ def test_the_broker_appended_the_walk_s_units_at_the_loaded_file_s_start(runs, l
     ``fillPreBlank`` unit), nothing after; the queue ends at 40."""
     run = runs[f"{line}-zeros-loaded-crash"]
     d, w = Path(run["scenario"]["dir"]), run["written"]
+    walk_starts_at_file_1(d)
     t0 = [(r["offset"], r["size"]) for r in records(d / "before" / "commitlog") if r["topic"] == "T0"]
     assert len(t0) == 4 and t0[1][0] < SIZE <= t0[2][0] < 2 * SIZE, t0
     f = f"{0:020d}"
