@@ -16,6 +16,8 @@ The own puts take their queue offsets from the topic queue table, the light ones
   the walk appended.
 * ``-mixedq-accel-crash`` (``PIPELINES_FULL_SUITE=1``): the same crash with the queue folders deleted:
   ``rebuild --as-restart`` must write the broker's files byte for byte.
+
+The 5.3.3 and 4.9.8 brokers (a walk from a whole commitlog file): :mod:`test_restart_mixed_queue_lines_broker`.
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ logicsPhysicalOffset at put 2: the walk dispatches puts 2 and 3.  ``ConsumeQueue
 position 0); ``putMessagePositionInfo`` finds it (``MappedFile.isFirstCreateInQueue`` false: no ``fillPreBlank``)
 and appends put 2's unit at 0 (queue offset 2 ahead of it is only logged), put 3's at 20.  ``verify`` on ``before/``
 must predict that: a loaded queue's write position 0 is a file, not "no file"
-(:func:`store_format.consumequeue.loaded_queue_state`).
+(:func:`store_format.consumequeue.loaded_state`).  The 4.9.8 and 5.3.3 brokers (a walk from a whole commitlog file):
+:mod:`test_restart_zeros_loaded_queue_lines_broker`.
 """
 from __future__ import annotations
 
