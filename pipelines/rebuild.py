@@ -18,7 +18,6 @@ import pyarrow.fs as pafs
 from store_format.concurrent_reput import (
     ConcurrentStop,
     concurrent_reput_applies,
-    empty_request_files,
     empty_request_units,
     index_after_last_key,
     past_the_stop,
@@ -26,8 +25,6 @@ from store_format.concurrent_reput import (
     stop_detail,
 )
 from store_format.config import BrokerConfig
-from store_format.consumequeue import cq_file_name, cq_queue_folder
-from store_format.empty_request_held import HELD_FOLDERS
 from store_format.errors import StoreLayoutError, UnsupportedConfigError
 from store_format.recovery import dispatch_config
 from store_format.reput import resolve_broker_version
@@ -35,7 +32,6 @@ from store_format.store import StoreLocation, load_config_for, open_store, resol
 from store_format.timeutil import zone
 
 from .brokerlock import REBUILD_MEANING, warn_if_broker_live
-from .build import write_file
 from .build_stage import Built, build_files
 from .commit import StagedOutput
 from .index_rocksdb import ROCKSDB_DIR, build_index_rocksdb, rocksdbstore_plan
@@ -43,9 +39,10 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
-from .restart import DLedgerRestart, Restart, inside_blanks, led_dledger_store, topic_empty_over_held
+from .restart import DLedgerRestart, Restart, led_dledger_store
 from .restart import as_restart as restart_view
 from .restart_cut import apply_cut
+from .restart_topic_empty import write_topic_empty
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
 from .workfiles import read_index_rocksdb
@@ -297,30 +294,8 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             totals["empty_requests"] = sum(s.empty_requests for s in stops)
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
                             extra_units=empty_request_units(config, stops))
-        # blanks' empty requests: topic "", queue 0 (--as-restart: over the files the store holds there, which it
-        # keeps whatever the restart dispatches)
-        blanks_inside = inside_blanks(recovery)
-        requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + blanks_inside
-        topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
-        if requests and any(qid == 0 for qid, _ in topic_empty):
-            raise UnsupportedConfigError(
-                "blanks' empty requests and a multi-dispatch request naming an empty queue both put units into topic "
-                "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt (let the broker rebuild this "
-                "store: delete consumequeue/ and index/ and restart it)")
-        # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
-        queue_0 = [("", qid, start) for qid, start in topic_empty_over_held(
-            st, staged.staging_uri, topic_empty, staged.read_staged, config, recovery, bool(requests))] \
-            if as_restart and not config.rocksdb_cq else []
-        done = {f"{cq_queue_folder('', qid)}/{cq_file_name(start)}" for _, qid, start in queue_0}
-        for rel, pieces in empty_request_files(config, stops, st if as_restart else None, blanks_inside):
-            if rel in done:   # no request (refused above): a held file of queue 0, written over or kept already
-                continue
-            write_file(staged.staging_uri, rel, pieces)
-            folder, name = rel.rsplit("/", 1)
-            if folder == HELD_FOLDERS[0] and name.isdigit():
-                queue_0.append(("", 0, int(name)))
-        if queue_0:
-            built.rows_from_bytes(staged, queue_0, config)
+        # topic "" (blanks' empty requests; --as-restart: the files the store holds there)
+        write_topic_empty(st, config, staged, built, recovery, stops, as_restart=as_restart)
         for line in rocksdb_warnings:
             log.warning("%s", line)
         if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):

@@ -8,21 +8,16 @@ import pyarrow.fs as pafs
 from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
-from store_format.consumequeue import cq_file_name, cq_queue_folder
+from store_format.consumequeue import cq_file_name
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_inside_units import Placed
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.dledger_rocksdb_restart import RocksDLedgerRestart, plan_rocksdb_dledger_restart
 from store_format.empty_request_held import HELD_FOLDERS
 from store_format.empty_topic_restart import (
-    held_topic_empty_files,
     is_topic_empty_file,
-    over_held,
-    reput_again_queues,
-    start_fails,
-    written_prefix,
 )
-from store_format.errors import StoreError, UnsupportedConfigError
+from store_format.errors import StoreError
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
 from store_format.store import (
     Segment,
@@ -35,7 +30,7 @@ from store_format.store import (
 
 from .anomalies import at_offset
 
-__all__ = ["as_restart", "inside_blanks", "led_dledger_store", "topic_empty_over_held", "Restart", "DLedgerRestart"]
+__all__ = ["as_restart", "inside_blanks", "led_dledger_store", "Restart", "DLedgerRestart"]
 
 @dataclasses.dataclass
 class Restart:
@@ -467,53 +462,3 @@ def _held_queue_files(st: StoreLocation) -> list[str]:
                 continue
             out.append(rel)
     return sorted(out)
-
-
-def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: list[tuple[int, int]],
-                          read_staged, config: BrokerConfig, recovery: object,  # noqa: ANN001
-                          requests: bool = False) -> list[tuple[int, int]]:
-    """``--as-restart`` over a store holding topic ""'s files (``consumequeue/<queueId>/<name>``, which the start does
-    not load: :mod:`store_format.empty_topic_restart`): each file the restart's dispatch writes (``built_topic_empty``:
-    the rebuild's topic "" files, (queue id, file start), written by a new queue's put rule into ``staging``) written
-    again as its bytes over the store's (:func:`~store_format.empty_topic_restart.over_held`), every other such file
-    of the store copied as it is; the (queue id, file start) of each file written.  A second reput (``RecoveryPlan.
-    restart_reput_from``) that dispatches an empty-name record again (``reput_again_queues``) over such held files is
-    refused in one line (what the recovery's ``truncateDirtyLogicFiles``
-    reads past the written bytes sets where it puts).  ``requests``: blanks' empty requests write topic "" queue 0
-    (``store_format.empty_request_held``, which then keeps or writes over ``consumequeue/0/``'s files).  A 5.3.3
-    start that this dispatch leaves a queue with an empty last file fails
-    (:func:`~store_format.empty_topic_restart.start_fails`): refused in one line, held files or not."""
-    from .build import write_file
-
-    written: dict[int, dict[int, bytes]] = {}
-    for qid, start in built_topic_empty:
-        written.setdefault(qid, {})[start] = read_staged(f"{cq_queue_folder('', qid)}/{cq_file_name(start)}")
-    why = start_fails(written, config)
-    if why:
-        raise UnsupportedConfigError(f"{st.uri}: --as-restart: {why}; rebuild without --as-restart")
-    file_size = config.cq_file_size
-    held = {rel: data for rel, data in held_topic_empty_files(st).items()
-            if not (requests and rel.rsplit("/", 1)[0] == HELD_FOLDERS[0])}
-    if not held:
-        return []
-    plan = recovery.plan if isinstance(recovery, Restart) else None
-    again = reput_again_queues(st, config, walk_from=plan.dispatch_from, reput_first=plan.restart_reput_from,
-                               end=plan.process_offset) if plan is not None and plan.restart_reput_from >= 0 else []
-    if again:
-        raise UnsupportedConfigError(
-            f"{st.uri}: --as-restart: the store holds topic \"\"'s files (consumequeue/<queueId>/, multi-dispatch "
-            f"requests naming an empty queue) and the start's second reput dispatches records of queue(s) "
-            f"{', '.join(map(str, again))} again after the recovery: not modelled; rebuild without --as-restart")
-    out = []
-    for qid, start in built_topic_empty:
-        rel = f"{cq_queue_folder('', qid)}/{cq_file_name(start)}"
-        if rel in held:
-            data = written[qid][start]   # read from staging above
-            write_file(staging, rel, [over_held(held.pop(rel), data[:written_prefix(data)], file_size)])
-            out.append((qid, start))
-    for rel, data in held.items():
-        write_file(staging, rel, [data])
-        folder, name = rel.split("/")[1:]
-        if name.isdigit():
-            out.append((int(folder), int(name)))
-    return out

@@ -26,9 +26,12 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   afterwards (the start's reput begins at the commitlog's end: ``CommitLog.getConfirmOffset``, its max offset).  A
   second reput (``recheckReputOffsetFromCq``, ``DefaultMessageStore.doRecheckReputOffsetFromCq``) starts at the
   queue table's largest max after the recovery, the reopened topic "" queues among them (:func:`second_reput_start`):
-  where the recovery dispatched to the commitlog's end it finds no empty-name record there and changes nothing.  One
-  that does dispatch such a record again puts after a write position that walk may have moved past the written bytes
-  over the store's own: not modelled (:func:`restart_refusal`).
+  where the recovery dispatched to the commitlog's end it finds no empty-name record there and changes nothing (every
+  such record is queued: its own topic's unit ends where its topic "" unit does).  ``verify`` bounds that start from
+  below (:func:`second_reput_start`); ``--as-restart`` (the queues deleted, the recovery's own all there is) has it
+  exactly, ``RecoveryPlan.restart_reput_from``.  One that does dispatch such a record again puts after a write
+  position that walk may have moved past the written bytes over the store's own: not modelled
+  (:func:`restart_refusal`; ``--as-restart`` over held files: :func:`reput_again_queues`).
 * 5.3.3: the same start (``loadConsumeQueues`` walks the folders as 5.5.1's; ``recoverNormally`` dispatches the
   records past ``getMaxPhyOffsetInConsumeQueue``, ``recoverAbnormally``'s walk every record from its first data file;
   the same ``putMessagePositionInfo`` and ``truncateDirtyLogicFiles``).  Its ``correctMinOffset`` (5.5.1 guards it)
@@ -45,7 +48,9 @@ dispatching only the later ones: ``fillPreBlank`` over the earlier units; files 
 queue folders; 4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too) and tests/test_light_empty_restart_533_broker.py
 (the same shapes on 5.3.3: planted files by default, a cut, a crash walk and the later ones with
 ``PIPELINES_FULL_SUITE=1``); tests/test_light_empty_recheck_broker.py (a cut, a crash walk and the later ones with
-``recheckReputOffsetFromCq=true``, 5.5.1 and 5.3.3: the files and figures as without it).
+``recheckReputOffsetFromCq=true``, 5.5.1 and 5.3.3: the files and figures as without it) and
+tests/test_light_empty_recheck_restart_broker.py (``--as-restart`` with it over planted files, clean and after a
+crash, 5.5.1 and 5.3.3: byte for byte).
 """
 from __future__ import annotations
 
@@ -115,8 +120,8 @@ def refusal_reason(config: BrokerConfig, again: int | None = None) -> str:
     if config.enableDLegerCommitLog:
         return "over a DLedger commitlog"
     if config.is_5x and config.recheckReputOffsetFromCq and again is None:
-        return ("with recheckReputOffsetFromCq=true where the second reput's start is not known here (verify "
-                "predicts it with the queues kept)")
+        return ("with recheckReputOffsetFromCq=true where the second reput may start before the recovery's first "
+                "record (the queues' max after the recovery not known here)")
     if config.is_5x and config.recheckReputOffsetFromCq and again:
         return (f"with recheckReputOffsetFromCq=true whose second reput dispatches {again} such unit(s) again, "
                 "putting after what the recovery's truncateDirtyLogicFiles read past the written bytes")
@@ -139,7 +144,8 @@ def reput_again_queues(store: StoreLocation, config: BrokerConfig, *, walk_from:
     walk (from ``walk_from`` to ``end``): 4.9.x ``DefaultMessageStore.start`` reputs from the queues' max physical
     offset, ``reput_first`` the first record it dispatches (``end`` or past: none); each such record lands on a queue
     whose write position ``truncateDirtyLogicFiles`` set from the bytes on disk past the walk's, which is not
-    modelled (empty: no such record, the walk's writes stand).  5.x's second reput: :func:`second_reput_start`."""
+    modelled (empty: no such record, the walk's writes stand).  5.x's second reput: :func:`second_reput_start` for
+    ``verify``; ``--as-restart`` calls this with the plan's start of it (``RecoveryPlan.restart_reput_from``)."""
     if reput_first >= end:
         return []
     again, _ = empty_name_units(store, config, walk_from, end, reput_first - 1)
@@ -174,8 +180,11 @@ def start_fails(written: dict[int, dict[int, bytes]], config: BrokerConfig) -> s
 
 def empty_light_names_on_restart(res: WalkResult, config: BrokerConfig) -> str:
     """Why a restart's walk (``--as-restart``) over records putting units under an empty light queue name
-    (``LMQ_EMPTY_NAME``) is not predicted (empty: it is, or there is none): :func:`restart_refusal`."""
-    return restart_refusal(config) if (res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME).any() else ""
+    (``LMQ_EMPTY_NAME``) is not predicted (empty: it is, or there is none): :func:`restart_refusal`.  A 5.x second
+    reput (``recheckReputOffsetFromCq``) is judged once its start is known, over the store's topic "" files
+    (``pipelines.restart_topic_empty.topic_empty_over_held``: :func:`reput_again_queues` from
+    ``RecoveryPlan.restart_reput_from``), so not here."""
+    return restart_refusal(config, again=0) if (res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME).any() else ""
 
 
 def empty_name_units(store: StoreLocation, config: BrokerConfig, start: int, end: int, above: int = -1

@@ -1,0 +1,116 @@
+"""``rebuild``'s files of topic "" (``consumequeue/<queueId>/``): the units of multi-dispatch requests naming an empty
+queue (``ConsumeQueue.multiDispatchLmqQueue``) and of blanks' empty requests (5.x concurrent reput,
+``DispatchRequest(0, true)``: queue 0), written over the files a store holds there where ``--as-restart`` says what a
+start leaves of them.
+
+Mirrors rocketmq-store 5.5.1 (5.3.3 and 4.9.8 the same rules) ``ConsumeQueueStore.loadConsumeQueues`` (the start
+reads those folders as topics "<queueId>", so it neither loads nor cuts them), ``findOrCreateConsumeQueue`` and
+``ConsumeQueue.putMessagePositionInfo`` (the dispatch opens topic "" afresh over the file on disk) and
+``DefaultMessageStore.start`` / ``doRecheckReputOffsetFromCq`` (a second reput after the recovery):
+:mod:`store_format.empty_topic_restart` and :mod:`store_format.empty_request_held` hold the rules.
+"""
+from __future__ import annotations
+
+from store_format.concurrent_reput import ConcurrentStop, empty_request_files
+from store_format.config import BrokerConfig
+from store_format.consumequeue import cq_file_name, cq_queue_folder
+from store_format.empty_request_held import HELD_FOLDERS
+from store_format.empty_topic_restart import (
+    held_topic_empty_files,
+    over_held,
+    reput_again_queues,
+    start_fails,
+    written_prefix,
+)
+from store_format.errors import UnsupportedConfigError
+from store_format.store import StoreLocation
+
+from .build import write_file
+from .build_stage import Built
+from .commit import StagedOutput
+from .restart import Restart, inside_blanks
+
+__all__ = ["topic_empty_over_held", "write_topic_empty"]
+
+
+def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOutput, built: Built, recovery: object,
+                      stops: list[ConcurrentStop], *, as_restart: bool) -> None:
+    """Topic ""'s files once the build wrote the rebuild's: blanks' empty requests (``stops``' and those a DLedger
+    start's reput set inside an entry dispatches, :func:`pipelines.restart.inside_blanks`) put queue 0's unit
+    (:func:`store_format.concurrent_reput.empty_request_files`); with ``as_restart`` the files the store holds there
+    are kept or written over (:func:`topic_empty_over_held`, ``store_format.empty_request_held`` for queue 0).  The
+    rows of the files written so follow (``Built.rows_from_bytes``).  Blanks' empty requests and a multi-dispatch
+    request naming an empty queue that both put to queue 0: refused in one line."""
+    blanks_inside = inside_blanks(recovery)
+    requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + blanks_inside
+    topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
+    if requests and any(qid == 0 for qid, _ in topic_empty):
+        raise UnsupportedConfigError(
+            "blanks' empty requests and a multi-dispatch request naming an empty queue both put units into topic "
+            "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt (let the broker rebuild this "
+            "store: delete consumequeue/ and index/ and restart it)")
+    # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
+    queue_0 = [("", qid, start) for qid, start in topic_empty_over_held(
+        st, staged.staging_uri, topic_empty, staged.read_staged, config, recovery, bool(requests))] \
+        if as_restart and not config.rocksdb_cq else []
+    done = {f"{cq_queue_folder('', qid)}/{cq_file_name(start)}" for _, qid, start in queue_0}
+    for rel, pieces in empty_request_files(config, stops, st if as_restart else None, blanks_inside):
+        if rel in done:   # no request (refused above): a held file of queue 0, written over or kept already
+            continue
+        write_file(staged.staging_uri, rel, pieces)
+        folder, name = rel.rsplit("/", 1)
+        if folder == HELD_FOLDERS[0] and name.isdigit():
+            queue_0.append(("", 0, int(name)))
+    if queue_0:
+        built.rows_from_bytes(staged, queue_0, config)
+
+
+def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: list[tuple[int, int]],
+                          read_staged, config: BrokerConfig, recovery: object,  # noqa: ANN001
+                          requests: bool = False) -> list[tuple[int, int]]:
+    """``--as-restart`` over a store holding topic ""'s files (``consumequeue/<queueId>/<name>``, which the start does
+    not load: :mod:`store_format.empty_topic_restart`): each file the restart's dispatch writes (``built_topic_empty``:
+    the rebuild's topic "" files, (queue id, file start), written by a new queue's put rule into ``staging``) written
+    again as its bytes over the store's (:func:`~store_format.empty_topic_restart.over_held`), every other such file
+    of the store copied as it is; the (queue id, file start) of each file written.  A second reput after the recovery
+    (``RecoveryPlan.restart_reput_from``: 4.9.8's ``start()`` after a crash walk, 5.x ``doRecheckReputOffsetFromCq``
+    with ``recheckReputOffsetFromCq=true``, from the queue table's largest max, the recovery's queues being all there
+    is) that dispatches an empty-name record the recovery dispatched again
+    (:func:`~store_format.empty_topic_restart.reput_again_queues`) over such held files is refused in one line (what
+    the recovery's ``truncateDirtyLogicFiles`` reads past the written bytes sets where it puts); one that starts past
+    them (every such record is queued, so the table's max is past it) changes nothing.  ``requests``: blanks' empty
+    requests write topic "" queue 0 (``store_format.empty_request_held``, which then keeps or writes over
+    ``consumequeue/0/``'s files).  A 5.3.3 start that this dispatch leaves a queue with an empty last file fails
+    (:func:`~store_format.empty_topic_restart.start_fails`): refused in one line, held files or not."""
+    written: dict[int, dict[int, bytes]] = {}
+    for qid, start in built_topic_empty:
+        written.setdefault(qid, {})[start] = read_staged(f"{cq_queue_folder('', qid)}/{cq_file_name(start)}")
+    why = start_fails(written, config)
+    if why:
+        raise UnsupportedConfigError(f"{st.uri}: --as-restart: {why}; rebuild without --as-restart")
+    file_size = config.cq_file_size
+    held = {rel: data for rel, data in held_topic_empty_files(st).items()
+            if not (requests and rel.rsplit("/", 1)[0] == HELD_FOLDERS[0])}
+    if not held:
+        return []
+    plan = recovery.plan if isinstance(recovery, Restart) else None
+    again = reput_again_queues(st, config, walk_from=plan.dispatch_from, reput_first=plan.restart_reput_from,
+                               end=plan.process_offset) if plan is not None and plan.restart_reput_from >= 0 else []
+    if again:
+        raise UnsupportedConfigError(
+            f"{st.uri}: --as-restart: the store holds topic \"\"'s files (consumequeue/<queueId>/, multi-dispatch "
+            f"requests naming an empty queue) and the start's second reput dispatches records of queue(s) "
+            f"{', '.join(map(str, again))} again after the recovery: not modelled; rebuild without --as-restart")
+    out = []
+    for qid, start in built_topic_empty:
+        rel = f"{cq_queue_folder('', qid)}/{cq_file_name(start)}"
+        if rel in held:
+            data = written[qid][start]   # read from staging above
+            write_file(staging, rel, [over_held(held.pop(rel), data[:written_prefix(data)], file_size)])
+            out.append((qid, start))
+    for rel, data in held.items():
+        write_file(staging, rel, [data])
+        folder, name = rel.split("/")[1:]
+        if name.isdigit():
+            out.append((int(folder), int(name)))
+    return out
