@@ -63,7 +63,8 @@ its queue's max (or whose queue offset is not 0 and falls below the write positi
 repeatedly": no cut unit's does), and appends every other unit at the queue's write position (``getLastMappedFile``: the
 last file, or a new one after it when it is full), whatever queue offset the unit's message holds ("logic
 queue order maybe wrong" is only logged); only in a queue left with no file does the new file start where
-the unit's own offset falls, with ``fillPreBlank`` units before it.  A cut queue's units are consecutive, so
+the unit's own offset falls, with ``fillPreBlank`` units before it.  A cut queue's units are consecutive (the walk
+appended them one after the other, a queue offset ahead of the write position too; one it dropped is refused), so
 the reput puts back a suffix of them (those at or past where it starts):
 
 * all of them: each lands at its own position, the files stay as the recovery wrote them;

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
+from .consumequeue import assign_positions, loaded_state
 from .dledger_crash_cut_state import TruncatedQueues, WalkedPositions
 from .dledger_inside_mixed import EarlierOwn, OnDiskCut, earlier_reput_refusal, mixed_disk_put_back, mixed_put_back
 from .dledger_inside_state import QueueFiles
@@ -157,9 +158,12 @@ def past_walk_units(per_queue: dict[int, np.ndarray], after: np.ndarray | None, 
 def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, past: PastWalk,
                    placed: Placed) -> PutBack:
     """Per cut queue, the suffix of its cut units ``putMessagePositionInfo`` (``putBatchMessagePositionInfo``) puts
-    back from the reput's start (:class:`PutBack`): all (each at its own position), none, or some, appended at the write
-    position (:class:`QueueMove`; in a queue the cut emptied, a new file where the first falls, ``fillPreBlank``
-    before it); an ordinary queue the messages parsed where the reput was set go to, written whole
+    back from the reput's start (:class:`PutBack`): all (each where the walk had it), none, or some, appended at the
+    write position (:class:`QueueMove`; in a queue the cut emptied, a new file where the first falls, ``fillPreBlank``
+    before it); an ordinary consume queue's (no light units beside own ones) placed by
+    :func:`store_format.consumequeue.assign_positions` from the state the cut left (:func:`_reput_positions`, which
+    refuses one whose walk did not put its cut units one after the other); an ordinary queue the messages parsed where
+    the reput was set go to, written whole
     (``placed.whole``); a queue holding a record's own units and light ones replayed whole (:func:`_disk_mixed_whole`,
     :func:`_mixed_whole`) or refused."""
     track, reput, end, process_offset = run.track, run.reput, run.end, run.process_offset
@@ -172,22 +176,22 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
     put_back: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # per queue: offsets and positions of units put back
     restored = 0
     whole = {(w.topic, w.queue_id): w for w in placed.whole}   # ordinary queues replayed whole (apply_cut)
+    # per queue, the queue offset of the walk's last unit below processOffset in its last data file
+    kept_units = walk.units[walk.units[:, U_OFFSET] < process_offset]
+    queues, last_at = np.unique(kept_units[::-1, U_QUEUE], return_index=True)
+    key_before = dict(zip(queues.tolist(), kept_units[len(kept_units) - 1 - last_at, U_KEY].tolist()))
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
         if (w := whole.get(track.names[q])) is not None:   # no file cut nor moved here: apply_cut writes them whole
             restored += take_whole(w, rows, lost, track.names[q])
             continue
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
-        if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
+        at = None   # an ordinary consume queue's: where putMessagePositionInfo puts each unit (-1: dropped)
+        if not batch and q not in walk.mixed and q not in walk.disk_mixed:
+            walk_pos, at = _reput_positions(run, cut, q, rows, own.get(q, rows[:, U_KEY]), again, key_before.get(q))
+            again = at >= 0
+        elif not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
-        held = (run.on_disk or {}).get(track.names[q])
-        if not batch and held is not None and held[1] and q not in walk.mixed and q not in walk.disk_mixed:
-            # a queue on disk whose file the cut left: putMessagePositionInfo's queue offset check against the write
-            # position there (queue bytes, the file's start included), which drops a unit whose queue offset * 20
-            # lies below it (not 0: "Build consume queue repeatedly"); a file of zeros named past 0 (the walk's units
-            # from its start whatever their queue offsets, the cut keeping its zeros unit at 0: -small-zeros-emptied-
-            # named) drops every cut unit there, queue offsets ascending: those it drops come first
-            again &= (rows[:, U_KEY] == 0) | (rows[:, U_KEY] * CQ_UNIT_SIZE >= held[2])
         n = int(again.sum())
         if q in walk.disk_mixed and (run.inside_from >= 0 or n or q in walk.both_disk):
             w = _disk_mixed_whole(run, q)
@@ -198,6 +202,9 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
             raise cut_refusal(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light "
                               "ones in the walk's earlier data files, on disk before the walk, no parsed unit going to "
                               "it, the walk's units not dispatched onto its files (a guard: verify keeps them)")
+        if at is not None and not again[len(rows) - n:].all():   # a queue offset falling back below the write position
+            raise cut_refusal(f"the queue {'/'.join(map(str, track.names[q]))} whose cut units the reput puts back "
+                              "not as one suffix (a queue offset below the write position after one appended)")
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
         if q in walk.mixed and 0 < n < len(rows):
             w = _mixed_whole(run, walk, cut, q, rows, again)
@@ -206,6 +213,8 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
             continue
         unit, size = (BCQ_UNIT_SIZE, run.bcq_file_size) if batch else (CQ_UNIT_SIZE, run.cq_file_size)
         pos = rows[:, U_KEY] * unit
+        if at is not None:   # where the walk put them (_reput_positions)
+            pos = walk_pos
         if n == len(rows) and q in mixed_dropped:
             # every cut unit of a mixed queue dispatched again, none parsed there: from the state the cut left, the
             # walk's own before its first cut unit (write position and max), putMessagePositionInfo does as the walk
@@ -216,26 +225,30 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
             lost[track.names[q]] = rows[~walked, U_OFFSET]
             continue
         restored += n
+        # where the units put back go: an ordinary queue's as putMessagePositionInfo put them (at), else appended
+        # from the write position the cut left (a batch queue the cut emptied: 0, its first unit's)
+        first, last = int(pos[0]), int(pos[-1])
+        to = at[len(rows) - n:] if at is not None else first + unit * np.arange(n, dtype=np.int64)
         if n == len(rows):
-            put_back[q] = (rows[:, U_OFFSET], pos)
+            put_back[q] = (rows[:, U_OFFSET], to if at is not None else pos)
             continue
         name = track.names[q]
         lost[name] = rows[:len(rows) - n, U_OFFSET]
-        first, last = int(pos[0]), int(pos[-1])
         if n == 0:
             gone_from = first
         elif not batch and q not in kept and max_after[q] == process_offset:   # the cut emptied the queue
             # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank)
-            source, target = int(pos[-n]), int(own[q][-n]) * unit if q in own else int(pos[-n])
+            source, target = int(pos[-n]), int(to[0])
             blank_from = target - target % size
             moves.append(QueueMove(*name, source, target, n, blank_from))
-            put_back[q] = (rows[-n:, U_OFFSET], target + unit * np.arange(n, dtype=np.int64))
+            put_back[q] = (rows[-n:, U_OFFSET], to)
             dropped += [(*name, f) for f in range(first, blank_from, size)]
             continue
-        else:   # appended at the write position (a batch queue the cut emptied: 0, its first unit's)
-            moves.append(QueueMove(*name, int(pos[-n]), first, n, batch=bool(batch), zero_from=zero_from.get(q, -1)))
-            put_back[q] = (rows[-n:, U_OFFSET], first + unit * np.arange(n, dtype=np.int64))
-            gone_from = first + n * unit
+        else:   # appended at the write position
+            moves.append(QueueMove(*name, int(pos[-n]), int(to[0]), n, batch=bool(batch),
+                                   zero_from=zero_from.get(q, -1)))
+            put_back[q] = (rows[-n:, U_OFFSET], to)
+            gone_from = int(to[-1]) + unit
         start = -(-gone_from // size) * size   # the first file that starts at or past it
         (batch_dropped if batch else dropped).extend(
             (*name, f) for f in range(start, last - last % size + 1, size))
@@ -243,6 +256,41 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         if w.lost:
             lost[name] = np.union1d(lost.get(name, np.zeros(0, np.int64)), np.asarray(w.lost, dtype=np.int64))
     return PutBack(dropped, batch_dropped, lost, moves, put_back, restored, placed)
+
+
+def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarray, queue_offsets: np.ndarray,
+                     dispatched: np.ndarray, key_before: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """An ordinary cut queue's units (``rows``, commitlog order; ``queue_offsets``: each one's own queue offset): where
+    the walk's ``ConsumeQueue.putMessagePositionInfo`` put them, and where the reput's puts those it dispatches
+    (``dispatched``), -1 where it drops one or does not reach it.  Both :func:`store_format.consumequeue.
+    assign_positions`: the walk's from the first one's own position on (each appended at the write position
+    whatever queue offset it holds, "logic queue order maybe wrong" only logged), the reput's from the state the cut
+    left (:func:`store_format.consumequeue.loaded_state`): the max (below every cut unit where a unit or a file stays;
+    ``processOffset``, 2147483647 after ``fillPreBlank`` units only), the write position (a file of the queue on disk
+    before the walk that the cut left: the one it left there; else the first cut unit's position), a queue the cut
+    left no file starting at its first unit's own position (``fillPreBlank`` before it).  ``key_before``: the queue
+    offset of the walk's unit before them in its last data file (None: none there).
+
+    Raises:
+        UnsupportedConfigError: the walk dropped one of them (a queue offset * 20 below the write position, not 0) or
+            the first one's queue offset is not one past the walk's unit before it there (then it is not where the
+            walk put it)."""
+    label = "/".join(map(str, run.track.names[q]))
+    ends = rows[:, U_END] - rows[:, U_OFFSET]
+    walk_pos = assign_positions(np.zeros(len(rows), np.int64), rows[:, U_OFFSET], ends, queue_offsets,
+                                run.cq_file_size, loaded_state(-1, int(queue_offsets[0]) * CQ_UNIT_SIZE, loaded=True))
+    if (walk_pos < 0).any() or (key_before is not None and key_before + 1 != int(queue_offsets[0])):
+        raise cut_refusal(f"the queue {label} whose walk did not put its cut units one after the other from the first "
+                          "one's queue offset (a queue offset of them below the write position, or the first one's not "
+                          "right after the one before it)")
+    held = (run.on_disk or {}).get(run.track.names[q])
+    emptied = q not in cut.kept and cut.max_after.get(q) == run.process_offset
+    write = held[2] if held is not None and held[1] else int(walk_pos[0])
+    state = loaded_state(cut.max_after.get(q, -1), 0 if emptied else write, loaded=not emptied)
+    at = np.full(len(rows), -1, dtype=np.int64)
+    at[dispatched] = assign_positions(np.zeros(int(dispatched.sum()), np.int64), rows[dispatched, U_OFFSET],
+                                      ends[dispatched], queue_offsets[dispatched], run.cq_file_size, state)
+    return walk_pos, at
 
 
 def _disk_mixed_whole(run: ReputRun, q: int) -> QueueFiles:

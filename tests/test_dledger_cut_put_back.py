@@ -1,0 +1,55 @@
+"""The units the 5.5.1 start's reput puts back into a queue ``truncateDirtyLogicFiles(processOffset)`` cut after a
+DLedger crash walk (:func:`store_format.dledger_crash_cut.cut_queues`, its put-back
+:func:`store_format.dledger_crash_cut_reput.put_back_units`), on units built here from the broker's rule
+(rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo``): a unit ending at or below the queue's max is dropped,
+one whose queue offset is not 0 and whose ``* 20`` lies below the write position too ("Build consume queue
+repeatedly"), every other appended at the write position whatever its queue offset ("logic queue order maybe wrong"
+only logged).  The broker's case of a queue offset ahead: tests/test_dledger_crash_cut_gap_broker.py; a cut unit the
+walk dropped has none, and is refused in one line."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from store_format.dledger_crash_cut import cut_queues
+from store_format.dledger_queue_track import KIND_CQ, QueueTrack
+from store_format.errors import UnsupportedConfigError
+
+CQ_FILE = 1000          # 50 units of 20 bytes a consume queue file
+PROCESS_OFFSET = 500
+END = 900
+
+
+def _cut(keys: list[int], reput: int):  # noqa: ANN202
+    """T0/0 with units at commitlog offsets 400 (below ``processOffset``), 600, 700 and 800 of queue offsets
+    ``keys``, the reput from the committed position ``reput`` (no ``recheckReputOffsetFromCq``)."""
+    track = QueueTrack()
+    track.names, track.ids = [("T0", 0)], {("T0", 0): 0}
+    track._cur = [np.array([(o, o + 50, 0, k, KIND_CQ) for o, k in zip((400, 600, 700, 800), keys)], dtype=np.int64)]
+    return cut_queues(track, PROCESS_OFFSET, cq_file_size=CQ_FILE, bcq_file_size=CQ_FILE, ext=False, recheck=False,
+                      min_offset=0, confirm_offset=reput, end=END)
+
+
+def test_a_cut_unit_whose_queue_offset_is_ahead_goes_where_the_write_position_is() -> None:
+    # queue offsets 5, 6, 57 (ahead), 8: the walk put the cut units at 120, 140, 160 (57 * 20 past the write position
+    # 140: appended there; 8 * 20 = 160 at it); the cut leaves write position 120, the reput from 700 appends the
+    # last two from there, 57's unit at 120 and 8's at 140, the one at 600 left out
+    c = _cut([5, 6, 57, 8], 700)
+    (move,) = c.moves
+    assert (move.source, move.target, move.count, move.blank_from) == (140, 120, 2, -1)
+    assert (c.restored, c.lost[("T0", 0)].tolist()) == (2, [600])
+    # from 600 on: every cut unit back where the walk had it
+    c = _cut([5, 6, 57, 8], 600)
+    assert (c.moves, c.restored, dict(c.lost)) == ((), 3, {})
+
+
+def test_a_cut_unit_the_walk_dropped_is_refused_in_one_line() -> None:
+    # queue offsets 5, 6, 3, 7: 3 * 20 lies below the walk's write position 140 (not 0): the walk dropped it, so its
+    # cut units are not where their queue offsets say
+    with pytest.raises(UnsupportedConfigError) as e:
+        _cut([5, 6, 3, 7], 700)
+    assert "\n" not in str(e.value) and "T0/0" in str(e.value) and "below the write position" in str(e.value)
+    # and a first cut unit not right after the walk's unit before it (queue offsets 5, 9, 10, 11)
+    with pytest.raises(UnsupportedConfigError) as e:
+        _cut([5, 9, 10, 11], 700)
+    assert "\n" not in str(e.value) and "right after the one before it" in str(e.value)
