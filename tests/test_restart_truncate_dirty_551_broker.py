@@ -18,6 +18,10 @@ put 2's unit), then puts 3-4 to T0/1; T0/0's last unit zeroed (``zeroQueueTail``
   checkpoint's logicsPhysicalOffset at put 3: ``recoverAbnormally``'s walk writes puts 3 and 4 into T0/1, then cuts.
 * ``5.5.1-dirty-short`` (the other direction): only T0/1's last unit zeroed, so the max is put 3's end, put 4's start,
   which the dispatch skips: the max stays below the end, nothing is cut, T0/0 ends at 40.
+* ``5.5.1-dirty-past-end`` (``PIPELINES_FULL_SUITE=1``): put 4 goes to T0/2 and its body is damaged
+  (``damageMessage``): the commitlog ends at put 4's start and T0/2's unit lies past it (the max is past the end
+  before any dispatch): the cut deletes T0/2's only file (its max then -1: ``recoverTopicQueueTable``'s
+  ``ConsumeQueue.correctMinOffset`` finds no file) and keeps T0/0's unit of zeros.
 
 Each test first asserts what the broker wrote and did (``before/``'s files, ``truncateDirtyLogicFilesAt``,
 ``queuesAfterLoad``, ``expected/``'s files after the restart), then that ``verify`` of ``before/`` predicts each
@@ -56,10 +60,12 @@ def _scenarios() -> list[dict]:
     crash = {**base, "name": f"{LINE}-dirty-reach-crash", "abort": True, "checkpointLogicsPhysicalOffset": {"put": 3},
              "config": {**base["config"], "enableAcceleratedRecovery": "true"}}
     short = {**base, "name": f"{LINE}-dirty-short", "zeroQueueTail": _zeroed(q0=1, q1=1)}
-    return [base, crash, short]
+    past = {**base, "name": f"{LINE}-dirty-past-end", "messages": [*msgs[:4], {**msgs[4], "queueId": 2}],
+            "damageMessage": 4, "zeroQueueTail": _zeroed(q0=1)}
+    return [base, crash, short, past]
 
 
-SCENARIOS = {LINE: _scenarios()}
+SCENARIOS = {LINE: bh.bounded(_scenarios(), full_only=("-past-end",))}
 NAMES = [sc["name"] for sc in SCENARIOS[LINE]]
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "5.5.1 store(s) whose recovery's dispatch reaches the end or not", threads=None)
@@ -114,6 +120,10 @@ def _assert_written(name: str, d: Path, w: dict) -> None:
         return
     # the cut kept T0/0's unit of zeros in file 40: one unit further, max physical offset 0
     assert (t00["maxOffset"], t00["maxPhysicOffset"]) == (FILE + UNIT, 0), loaded
+    if name.endswith("-past-end"):   # the damaged put 4 (T0/2) past the end: its only file deleted by the cut
+        assert w["damagedRecord"] == end and "T0/2" in loaded and not loaded["T0/2"]["files"], (end, loaded)
+        assert t01["maxPhysicOffset"] == end and t01["maxOffset"] == UNIT, loaded
+        return
     assert q1 == [(0, 0), (0, 0)], q1   # T0/1's only file all zeros; the dispatch wrote puts 3 and 4 into it
     assert (t01["maxOffset"], t01["maxPhysicOffset"]) == (FILE, end), (end, loaded)
     after = _units(d / "expected" / "consumequeue" / "T0" / "1" / f"{0:020d}")
@@ -124,7 +134,7 @@ def _assert_written(name: str, d: Path, w: dict) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_verify_predicts_the_queues_as_the_5_5_1_load_left_them(written, name):
-    """``verify``'s T0/0 and T0/1 have the write position and max physical offset the broker's queues had after
+    """``verify``'s T0/0 and T0/1 (T0/2) have the write position and max physical offset the broker's queues had after
     ``load()``: after its dispatch (the report's write position plus the units it dispatched) and its cut (a queue it
     does not list: as on disk); put 2's unit lost (never dispatched); puts 3 and 4 written into T0/1."""
     d, w = Path(written["scenario"]["dir"]), written["written"]
@@ -150,3 +160,5 @@ def test_verify_predicts_the_queues_as_the_5_5_1_load_left_them(written, name):
         assert (t01["units_appended_by_recovery"], t01["units_dispatched_again"]) == ((2, 0) if crash else (0, 2)), t01
     if name.endswith("-short"):   # put 4's unit: at the queues' max, skipped
         assert listed["T0/1"]["units_lost"] == 1, listed["T0/1"]
+    if name.endswith("-past-end"):
+        assert listed["T0/2"]["units_truncated"] == 1 and listed["T0/2"]["files_deleted_by_truncate"], listed["T0/2"]
