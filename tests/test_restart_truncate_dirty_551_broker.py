@@ -16,12 +16,16 @@ put 2's unit), then puts 3-4 to T0/1; T0/0's last unit zeroed (``zeroQueueTail``
   T0/1 keeps its two units (cut after the dispatch: before it, the cut would have kept T0/1's first unit of zeros).
 * ``5.5.1-dirty-reach-crash``: the same store with an ``abort`` file, ``enableAcceleratedRecovery`` and the
   checkpoint's logicsPhysicalOffset at put 3: ``recoverAbnormally``'s walk writes puts 3 and 4 into T0/1, then cuts.
-* ``5.5.1-dirty-short`` (the other direction): only T0/1's last unit zeroed, so the max is put 3's end, put 4's start,
-  which the dispatch skips: the max stays below the end, nothing is cut, T0/0 ends at 40.
+* ``5.5.1-dirty-short`` (the other direction; ``PIPELINES_FULL_SUITE=1``): only T0/1's last unit zeroed, so the max
+  is put 3's end, put 4's start, which the dispatch skips: the max stays below the end, nothing is cut, T0/0 ends at
+  40.
 * ``5.5.1-dirty-past-end`` (``PIPELINES_FULL_SUITE=1``): put 4 goes to T0/2 and its body is damaged
   (``damageMessage``): the commitlog ends at put 4's start and T0/2's unit lies past it (the max is past the end
   before any dispatch): the cut deletes T0/2's only file (its max then -1: ``recoverTopicQueueTable``'s
   ``ConsumeQueue.correctMinOffset`` finds no file) and keeps T0/0's unit of zeros.
+* ``5.5.1-dirty-prepared-crash`` (the other direction after a crash) and ``-prepared`` (``PIPELINES_FULL_SUITE=1``):
+  ``-reach-crash`` and ``-reach`` with a prepared transaction message last (to T0/1): the walk (the dispatch) writes
+  puts 3 and 4 but no unit of it, so the max stays at its start, below the end: nothing is cut, T0/0 ends at 40.
 
 Each test first asserts what the broker wrote and did (``before/``'s files, ``truncateDirtyLogicFilesAt``,
 ``queuesAfterLoad``, ``expected/``'s files after the restart), then that ``verify`` of ``before/`` predicts each
@@ -62,10 +66,13 @@ def _scenarios() -> list[dict]:
     short = {**base, "name": f"{LINE}-dirty-short", "zeroQueueTail": _zeroed(q0=1, q1=1)}
     past = {**base, "name": f"{LINE}-dirty-past-end", "messages": [*msgs[:4], {**msgs[4], "queueId": 2}],
             "damageMessage": 4, "zeroQueueTail": _zeroed(q0=1)}
-    return [base, crash, short, past]
+    # a prepared message last: the dispatch queues no unit of it, so the max stays below the end
+    tail = [*msgs, g.one(queueId=1, tranType="prepared")]
+    prepared = [{**sc, "name": sc["name"].replace("-reach", "-prepared"), "messages": tail} for sc in (base, crash)]
+    return [base, crash, short, past, *prepared]
 
 
-SCENARIOS = {LINE: bh.bounded(_scenarios(), full_only=("-past-end",))}
+SCENARIOS = {LINE: bh.bounded(_scenarios(), full_only=("-short", "-past-end", "-prepared"))}
 NAMES = [sc["name"] for sc in SCENARIOS[LINE]]
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "5.5.1 store(s) whose recovery's dispatch reaches the end or not", threads=None)
@@ -112,6 +119,12 @@ def _assert_written(name: str, d: Path, w: dict) -> None:
     end, loaded = _end(w), w["queuesAfterLoad"]
     t00, t01 = loaded["T0/0"], loaded.get("T0/1")
     q1 = _units(d / "before" / "consumequeue" / "T0" / "1" / f"{0:020d}")
+    if "-prepared" in name:   # no cut: T0/0 as recover left it; puts 3 and 4 into T0/1, its max the prepared's start
+        assert q1 == [(0, 0), (0, 0)], q1
+        assert (t00["maxOffset"], t01["maxOffset"]) == (FILE, FILE) and t00["maxPhysicOffset"] > 0, loaded
+        after = _units(d / "expected" / "consumequeue" / "T0" / "1" / f"{0:020d}")
+        assert after[1][0] + after[1][1] == t01["maxPhysicOffset"] < end, (end, after, loaded)
+        return
     if name.endswith("-short"):   # no cut: T0/0 as recover left it; put 4 never dispatched
         assert q1[0][1] > 0 and q1[1] == (0, 0), q1
         assert (t00["maxOffset"], t01["maxOffset"]) == (FILE, UNIT) and t00["maxPhysicOffset"] > 0, loaded
@@ -155,7 +168,7 @@ def test_verify_predicts_the_queues_as_the_5_5_1_load_left_them(written, name):
         assert q["write_position"] + UNIT * moved == s["maxOffset"], (queue, q, s)
         assert moved or q["max_physic_offset"] == s["maxPhysicOffset"], (queue, q, s)
     assert listed["T0/0"]["units_lost"] == 1, listed["T0/0"]   # put 2's unit: never dispatched
-    if "-reach" in name:   # puts 3 and 4 into T0/1: by the recovery's dispatch (clean) or its walk (crash)
+    if "-short" not in name and "-past-end" not in name:   # puts 3 and 4 into T0/1: the dispatch's or the walk's
         t01 = listed["T0/1"]
         assert (t01["units_appended_by_recovery"], t01["units_dispatched_again"]) == ((2, 0) if crash else (0, 2)), t01
     if name.endswith("-short"):   # put 4's unit: at the queues' max, skipped
