@@ -173,21 +173,28 @@ def _truncate_dirty(p: RestartPrediction, states: list[QueueState], config: Brok
     or past ``cut``, on the queues the abnormal dispatch (from ``abnormal_from``) appended nothing to (what it
     appended lies before the end).  rocketmq-store 5.5.1 calls it always (since ``CombineConsumeQueue``), and its
     ``ConsumeQueueStore.truncateDirty`` cuts when the max after the recovery's dispatch reaches ``cut``
-    (:func:`_dispatch_reaches`); a cut keeps a last file's first unit, zeros too (taken out of ``empty_last``).  A
-    DLedger store (``DLedgerCommitLog.recover``) passes ``truncate_at``, the end of the log DLedger's recovery keeps
-    (``getMaxWrotePosition``), which the queues are truncated against instead of the commitlog's end; after a 5.x
-    DLedger crash (``dispatch_from``) no queue is truncated against the log's end."""
+    (:func:`_dispatch_reaches`), after that dispatch: it leaves a queue ``recoverNormally``'s dispatch appends to
+    alone (every unit then lies before ``cut``, its last file starts with one; cut before, a first unit of zeros would
+    stay); a cut keeps a last file's first unit, zeros too (taken out of ``empty_last``); a queue it leaves with no
+    file: :func:`truncate_queue`'s ``no_file_max_reset``.  A DLedger store (``DLedgerCommitLog.recover``) passes
+    ``truncate_at``, the end of the log DLedger's recovery keeps (``getMaxWrotePosition``), which the queues are
+    truncated against instead of the commitlog's end; after a 5.x DLedger crash (``dispatch_from``) no queue is
+    truncated against the log's end."""
     always = config.brokerVersion == "5.5" and truncate_at is None
     p.truncate_dirty_logic_files = dispatch_from is None and (always or p.max_physic_offset_in_queues >= cut)
     cuts = p.truncate_dirty_logic_files
+    first = -1   # 5.5.1 recoverNormally: its dispatch, of the records from here on, comes before the cut
     if always and (abnormal_from is not None or reput_from_queues is None):   # truncateDirty: the max now
         start = abnormal_from if abnormal_from is not None else p.max_physic_offset_in_queues + 1
+        first = start if abnormal_from is None else -1
         cuts = max((s.restart.max_physic_offset for s in states), default=-1) >= cut \
             or _dispatch_reaches(states, start, cut, read_expected)
     if cuts:
         for s in states:
-            if not s.restart.units_appended_by_recovery and s.loaded:
-                truncate_queue(s, cut)
+            # a queue that dispatch appends to (it lacks a record from first on): cut after it, nothing
+            appended = first >= 0 and bool(((s.missing_offsets >= first) & (s.missing_offsets < cut)).any())
+            if not s.restart.units_appended_by_recovery and s.loaded and not appended:
+                truncate_queue(s, cut, no_file_max_reset=config.brokerVersion == "5.5")
                 empty_last.discard(id(s))
 
 

@@ -136,9 +136,12 @@ def holds_ext(u: np.ndarray) -> np.ndarray:
     return u["tagsCode"].astype(np.int64) <= EXT_MAX_ADDR
 
 
-def truncate_queue(state: QueueState, phy_offset: int) -> None:
+def truncate_queue(state: QueueState, phy_offset: int, *, no_file_max_reset: bool = False) -> None:
     """``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (``BatchConsumeQueue``'s for a batch queue) on
-    one queue (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`), added to its report."""
+    one queue (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`), added to its report.
+    ``no_file_max_reset`` (rocketmq-store 5.5.1): a consume queue the cut leaves with no file gets max physical
+    offset -1 from ``recoverTopicQueueTable``'s ``ConsumeQueue.correctMinOffset`` (4.9.8 and 5.3.3 keep the cut's
+    ``phyOffset``; ``BatchConsumeQueue.correctMinOffset`` leaves it)."""
     q = state.restart
     rules = queue_rules(q.layout)
     t = truncate_dirty_logic_files(state.tail_files, phy_offset, unit_size=rules.unit_size,
@@ -147,6 +150,8 @@ def truncate_queue(state: QueueState, phy_offset: int) -> None:
     q.units_truncated += t.units_truncated
     q.files_deleted_by_truncate.extend(t.files_deleted)
     q.write_position = t.write_position
+    if no_file_max_reset and q.layout != BCQ_DIR and not state.tail_files and not state.older_files:
+        q.max_physic_offset = -1
     state.last_ext_addr = last_ext_address(state.tail_files)
 
 
