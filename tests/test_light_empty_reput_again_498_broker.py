@@ -20,7 +20,9 @@ too, so the own queues' max is R again, and the reput would dispatch R (a first 
 
 What the broker wrote first (its queue table after the load, where it truncated, the topic "" files), then
 ``verify`` of the store as the start found it: topic "" queue 0 predicted (2 units put, none lost, the files as
-they were), no "not predicted" note (:func:`store_format.empty_topic_restart.reput_again_queues`).
+they were), no "not predicted" note (:func:`store_format.empty_topic_restart.reput_again_queues`), the reput from D.
+``PIPELINES_FULL_SUITE=1`` adds ``-planted-crash``: ``rebuild --as-restart`` after a crash walk over planted topic ""
+files, byte for byte.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+import test_light_empty_reopen_broker as reopen
 from broker_layout_scenarios import Messages
 from test_light_empty_reopen_broker import _units, broker_topic_empty
 
@@ -61,11 +64,16 @@ def reput_again_scenarios(line: str = LINE) -> list[dict]:
              "keepQueues": True, "abort": True, "damageMessage": DAMAGED,
              "plantFiles": {f"consumequeue/{q}/{SECOND}": zeros for q in ("T0/0", "%LMQ%a/0")}}
     clean = {k: v for k, v in small.items() if k != "abort"}
-    return [small, {**clean, "name": f"{small['name']}-clean"}]
+    planted = next(sc for sc in reopen.reopen_scenarios(line) if sc["name"].endswith("-planted"))
+    return [small, {**clean, "name": f"{small['name']}-clean"},
+            {**planted, "name": f"{planted['name']}-crash", "abort": True}]
 
 
-SCENARIOS = {LINE: reput_again_scenarios()}
-CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS[LINE]]
+SCENARIOS = {LINE: bh.bounded(reput_again_scenarios(), full_only=("-planted-crash",))}
+CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS[LINE] if "-small" in sc["name"]]
+PLANTED_CASES = bh.params_or_skip([pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS[LINE]
+                                   if sc["name"].endswith("-planted-crash")],
+                                  "PIPELINES_FULL_SUITE=1 writes this store")
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "4.9.8 store(s) whose own queues' max lies before a walked empty-name record",
                    threads=1)
@@ -137,3 +145,14 @@ def test_verify_predicts_topic_empty_with_the_reput_from_the_whole_table(written
     assert restart["reput_from"] == _puts(d)[DAMAGED], restart["reput_from"]   # the table's max: D
     assert not [q for q in restart["queues"] if q["units_dispatched_again"] and not q["queue"].startswith("/")], \
         restart["queues"]   # the reput from D puts nothing into the own queues (T0/0's file 40 stays zeros)
+
+
+@pytest.mark.parametrize("name", PLANTED_CASES)
+def test_as_restart_after_a_crash_walk_over_planted_files(written, name):
+    """``-planted-crash`` (``PIPELINES_FULL_SUITE=1``): tests/test_light_empty_reopen_broker.py's 4.9.8 ``-planted``
+    store (the queue folders deleted, topic "" files planted) after a crash: the walk dispatches the first two
+    requests' records onto the planted files and the reput starts past them (the walk's queues the whole table, the
+    load's file-less topic "0" and "1" queues untruncated); what the broker wrote (the ``-planted`` checks), then our
+    ``rebuild --as-restart``: every consume queue and index file the broker's, byte for byte."""
+    assert (Path(written["scenario"]["dir"]) / "before" / "abort").is_file()
+    reopen.test_as_restart_writes_the_start_s_units_over_planted_files(written, name)
