@@ -37,10 +37,17 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   the same ``putMessagePositionInfo`` and ``truncateDirtyLogicFiles``).  Its ``correctMinOffset`` (5.5.1 guards it)
   reads before the start of a queue's last file when nothing was written there: a dispatch leaving a reopened queue
   so fails the start (:func:`start_fails`).
-* 4.9.8: ``recoverNormally`` dispatches nothing, the start's reput from the loaded queues' max physical offset on (that
+* 4.9.8: ``recoverNormally`` dispatches nothing, the start's reput from the queues' max physical offset on (that
   record included) reopens the queue the same way; after ``recoverAbnormally``'s walk that reput dispatches again
-  the records from the queues' max on, refused where one names an empty queue (:func:`reput_again_queues`, for
-  ``verify`` and ``--as-restart`` both).
+  the records from the queues' max on.  That max is over the whole queue table (:func:`table_max_49`): besides the
+  own queues, the topic "" queues the walk opened (the end of the last unit each put, or, where the recovery's
+  ``truncateDirtyLogicFiles`` ran, of the run it reads from the last file's start over the held bytes) and the
+  queues ``loadConsumeQueue`` made of the held files' names (topic "<queueId>", no file: that truncate leaves their
+  max at the commitlog's end).  So the reput starts past every empty-name record the walk dispatched: where no
+  truncate runs, its topic "" queue's max is past it; where one does, a held file makes such a queue; with none
+  held, the queue's file is the walk's own.  What is left (:func:`reput_again_queues`, for ``verify`` and
+  ``--as-restart`` both, refused): every held file name past ``Integer.MAX_VALUE`` (queue offsets from 107374183
+  on), no broker run reaches it.
 
 Checked against the 5.5.1, 5.3.3 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a
 cut, a crash walk that dispatches every such record again), tests/test_light_empty_reopen_broker.py (a start
@@ -50,7 +57,8 @@ queue folders; 4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too) and test
 ``PIPELINES_FULL_SUITE=1``); tests/test_light_empty_recheck_broker.py (a cut, a crash walk and the later ones with
 ``recheckReputOffsetFromCq=true``, 5.5.1 and 5.3.3: the files and figures as without it) and
 tests/test_light_empty_recheck_restart_broker.py (``--as-restart`` with it over planted files, clean and after a
-crash, 5.5.1 and 5.3.3: byte for byte).
+crash, 5.5.1 and 5.3.3: byte for byte); tests/test_light_empty_reput_again_498_broker.py (4.9.8: the own queues' max
+before a walked empty-name record, the table's past it, clean and after a crash).
 """
 from __future__ import annotations
 
@@ -67,7 +75,9 @@ from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResu
 
 __all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
            "over_held", "refusal_reason", "restart_refusal", "reput_again_queues", "second_reput_start", "start_fails",
-           "empty_name_units", "reopened_files"]
+           "empty_name_units", "reopened_files", "table_max_49", "JAVA_INT_MAX"]
+
+JAVA_INT_MAX = 2**31 - 1   # Integer.MAX_VALUE: the largest file name Integer.parseInt reads as a queue id
 
 
 def is_topic_empty_file(rel: str) -> bool:
@@ -141,15 +151,73 @@ def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:
 def reput_again_queues(store: StoreLocation, config: BrokerConfig, *, walk_from: int, reput_first: int,
                        end: int) -> list[int]:
     """The topic "" queues whose empty-name records the start's reput dispatches again after ``recoverAbnormally``'s
-    walk (from ``walk_from`` to ``end``): 4.9.x ``DefaultMessageStore.start`` reputs from the queues' max physical
-    offset, ``reput_first`` the first record it dispatches (``end`` or past: none); each such record lands on a queue
-    whose write position ``truncateDirtyLogicFiles`` set from the bytes on disk past the walk's, which is not
-    modelled (empty: no such record, the walk's writes stand).  5.x's second reput: :func:`second_reput_start` for
-    ``verify``; ``--as-restart`` calls this with the plan's start of it (``RecoveryPlan.restart_reput_from``)."""
+    walk (from ``walk_from`` to ``end``): 4.9.x ``DefaultMessageStore.start`` reputs from the queue table's max
+    physical offset (``verify``: the own queues' and :func:`table_max_49`'s; ``--as-restart``, the queues deleted:
+    the plan's, past the last queued record), ``reput_first`` the first record it dispatches (``end`` or past: none);
+    each such record lands on a queue whose write position ``truncateDirtyLogicFiles`` set from the bytes on disk
+    past the walk's, which is not modelled (empty: no such record, the walk's writes stand).  With the table's max
+    that leaves held files whose names ``Integer.parseInt`` reads none of (:func:`table_max_49`).  5.x's second
+    reput: :func:`second_reput_start` for ``verify``; ``--as-restart`` calls this with the plan's start of it
+    (``RecoveryPlan.restart_reput_from``)."""
     if reput_first >= end:
         return []
     again, _ = empty_name_units(store, config, walk_from, end, reput_first - 1)
     return sorted({q for _, q, _ in again})
+
+
+def table_max_49(store: StoreLocation, config: BrokerConfig, *, walk_from: int, end: int, truncated: bool
+                 ) -> int | None:
+    """The largest ``getMaxPhysicOffset`` over the queues a 4.9.x load and recovery add to the queue table beside the
+    own ones, which ``DefaultMessageStore.start`` takes with theirs for the reput's start (-1: none such; None: not
+    modelled): ``recoverAbnormally``'s walk from ``walk_from`` to ``end`` (``walk_from`` = ``end``: no walk,
+    ``recoverNormally``) and, where ``truncated`` (the loaded queues' max at or past ``end``),
+    ``DefaultMessageStore.truncateDirtyLogicFiles(end)`` over every queue of the table.
+
+    * ``loadConsumeQueue`` makes topic "<queueId>" queue ``Integer.parseInt(name)`` of each held file
+      ``consumequeue/<queueId>/<name>`` (a name past ``Integer.MAX_VALUE`` is skipped); with no file in
+      ``consumequeue/<queueId>/<id>/`` it has none, and ``ConsumeQueue.truncateDirtyLogicFiles`` leaves its max at
+      ``end`` (not truncated: -1, never set).
+    * Each topic "" queue the walk opened (:func:`reopened_files`): ``putMessagePositionInfo`` sets its max to the end
+      of each unit it puts; truncated, ``truncateDirtyLogicFiles`` reads its last file from the start (the walk's
+      bytes over the held ones, :func:`over_held`): the first unit whatever it holds, then on while a unit has
+      offset >= 0, size > 0 and offset < ``end``, the max the end of the last one read (a blank:
+      ``Integer.MAX_VALUE``).  A first unit at or past ``end`` makes it delete that file (the walk left it no unit of
+      its own): None."""
+    if not config.enableMultiDispatch or config.is_5x:
+        return -1
+    held = held_topic_empty_files(store)
+    top = -1
+    for rel in held:
+        folder, name = rel.split("/")[1:]
+        if truncated and name.isdigit() and int(name) <= JAVA_INT_MAX and not store.fs.get_file_info(
+                pafs.FileSelector(f"{store.root}/consumequeue/{folder}/{int(name)}", allow_not_found=True)):
+            top = end
+    units, sizes = empty_name_units(store, config, walk_from, end) if walk_from < end else ([], {})
+    for qid, (files, put) in reopened_files(units, sizes, config.cq_file_size).items():
+        if not put:
+            continue
+        if not truncated:   # the last unit put: the largest end, the puts going in commitlog order
+            top = max(top, max(at + sizes[at][0] for at, q, _ in units if q == qid and _is_put(files, at)))
+            continue
+        last = max(files)
+        data = over_held(held.get(f"consumequeue/{qid}/{last:020d}"), files[last], config.cq_file_size)
+        u = np.frombuffer(data[:len(data) - len(data) % CQ_UNIT_SIZE], dtype=CQ_UNIT_DTYPE)
+        off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
+        if not len(u) or off[0] >= end:
+            return None
+        bad = np.flatnonzero((off[1:] < 0) | (size[1:] <= 0) | (off[1:] >= end))
+        n = int(bad[0]) + 1 if len(bad) else len(u)
+        top = max(top, int(off[n - 1] + size[n - 1]))
+    return top
+
+
+def _is_put(files: dict[int, bytes], at: int) -> bool:
+    """Whether a unit of the record at ``at`` lies in the bytes a reopened queue wrote (:func:`reopened_files`)."""
+    for data in files.values():
+        u = np.frombuffer(data[:len(data) - len(data) % CQ_UNIT_SIZE], dtype=CQ_UNIT_DTYPE)
+        if ((u["commitlogOffset"] == at) & (u["size"] != 0) & (u["size"] != JAVA_INT_MAX)).any():
+            return True
+    return False
 
 
 def second_reput_start(queues_max: int, units: list[tuple[int, int, int]], sizes: dict[int, tuple[int, int]]) -> int:

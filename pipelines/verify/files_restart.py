@@ -33,11 +33,12 @@ class _Compared(Protocol):
 
 def predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared, summary: Any, *, clean: bool,
                            dledger: Any, crash: Any, recovery: Any, abnormal: bool, led: bool,
-                           store_index: list) -> RestartPrediction:
+                           store_index: list, table_max: int = -1) -> RestartPrediction:
     """The next start on the queue and index files (:func:`~.restart.predict_restart`): where
     ``CommitLog.recoverNormally``/``recoverAbnormally`` (or ``DLedgerCommitLog.recover``, or the crash plan's
     ``dledgerRecoverAbnormally``) ends the log, then ``DefaultMessageStore.recoverTopicQueueTable`` and the
-    ``ReputMessageService`` from there."""
+    ``ReputMessageService`` from there.  ``table_max``: the 4.9.x queue table's max physical offset over the queues
+    beside the own ones (:func:`store_format.empty_topic_restart.table_max_49`)."""
     # where the rebuild stops reading the log: DLedger's committed position (store_format.store._committed_segments)
     rebuilt_to = end_of_data(st, summary.data_end) if st.dledger is None or st.dledger.committed_pos < 0 \
         else min(st.dledger.committed_pos, end_of_data(st, summary.data_end))
@@ -96,7 +97,7 @@ def predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared,
         # their records after the walk indexed its own: the walk's keys from its start, theirs below its endPhyOffset
         walk_from=(crash.start_offset if crash is not None and (crash.before or crash.old_parsed or crash.anew)
                    else None),
-        old_runs=crash.old_parsed_runs if crash is not None else (),
+        old_runs=crash.old_parsed_runs if crash is not None else (), table_max=table_max,
         # the ext units of the messages that reput parses (no rebuilt queue holds their units), and the queues the
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
         ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}

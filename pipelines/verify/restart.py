@@ -35,7 +35,7 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
                     ext_again_from: int | None = None, skip: tuple[int, int] | None = None,
                     again_to: int | None = None, parsed_keys: tuple[int, ...] | None = None,
                     parsed_then: int | None = None, walk_end: int | None = None, walk_from: int | None = None,
-                    old_runs: tuple[tuple[int, int, int], ...] = (),
+                    old_runs: tuple[tuple[int, int, int], ...] = (), table_max: int = -1,
                     ext_parsed: dict[str, int] | None = None, ext_parsed_kept: dict[str, int] | None = None,
                     cut_emptied: frozenset[str] | None = None,
                     ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
@@ -78,7 +78,7 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
     recovery_dispatches = config.is_5x and reput_from_queues is None and dispatch_from is None and not abnormal
     first = _reput_start(p, states, config, commitlog_min, dispatch_from=dispatch_from, reput_at=reput_at,
                          reput_from_queues=reput_from_queues, recovery_dispatches=recovery_dispatches,
-                         abnormal=abnormal)
+                         abnormal=abnormal, table_max=table_max)
     r = _Reput(first, commitlog_end, skip, cut_at, ext_again_from, again_to, second_reput)
     top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
     for s in states:
@@ -223,12 +223,14 @@ def _dispatch_reaches(states: list[QueueState], start: int, end: int,
 
 def _reput_start(p: RestartPrediction, states: list[QueueState], config: BrokerConfig, commitlog_min: int, *,
                  dispatch_from: int | None, reput_at: int | None, reput_from_queues: bool | None,
-                 recovery_dispatches: bool, abnormal: bool) -> int:
+                 recovery_dispatches: bool, abnormal: bool, table_max: int = -1) -> int:
     """Where the dispatch after the load starts (``p.reput_from``, the first offset it dispatches, returned, and
     the bytes from there, ``p.tail_bytes``):
 
     * 4.9.x ``DefaultMessageStore.start``: the reput starts at max(commitlog min offset, max
-      physical offset over the queues after truncation) and dispatches everything from there;
+      physical offset over the queues after truncation) and dispatches everything from there: the queue table's,
+      ``table_max`` its queues beside the own ones (topic "" and those made of its files' names,
+      :func:`store_format.empty_topic_restart.table_max_49`);
     * 5.x ``CommitLog.recoverNormally`` dispatches, while it recovers, the records whose offset is
       strictly greater than the queues' max physical offset (computed before the truncation); the
       reput then starts at the commitlog's end (``recheckReputOffsetFromCq`` defaults to false).
@@ -253,7 +255,7 @@ def _reput_start(p: RestartPrediction, states: list[QueueState], config: BrokerC
         p.reput_from = p.commitlog_end
     else:
         after = max((s.restart.max_physic_offset for s in states), default=-1)
-        p.reput_from = max(after, commitlog_min, 0)
+        p.reput_from = max(after, table_max, commitlog_min, 0)
     first = p.reput_from if p.reput_from_inclusive else p.reput_from + 1
     p.tail_bytes = max(0, p.commitlog_end - max(first, commitlog_min))
     return first

@@ -49,15 +49,20 @@ def _not_predicted(p: RestartPrediction, files: list[str], why: str) -> None:
 
 
 def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[str, Any], p: RestartPrediction, *,
-                        recovery: Any, abnormal: bool, rebuilt: bool = True) -> None:
+                        recovery: Any, abnormal: bool, rebuilt: bool = True, table_max: int | None = -1) -> None:
     """Topic ""'s queues at the start ``p`` predicts (the store's files ``store_cq``, relative to ``consumequeue/``;
     ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for):
     each queue the recovery's dispatch reopens (a :class:`QueueRestart` ``/<queueId>``: units put, units on disk
     overwritten, in ``p``'s totals too) and a note line; where the start is not modelled
-    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
+    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog; ``table_max`` None: a 4.9.x
+    ``truncateDirtyLogicFiles`` deleting a topic "" file, :func:`store_format.empty_topic_restart.table_max_49`, whose
+    max ``p.reput_from`` took otherwise) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
     # a second reput (5.x, recheckReputOffsetFromCq) is decided once the recovery's units are known, below
     why = refusal_reason(config, again=0) if recovery is not None else "over a DLedger commitlog"
+    if not why and table_max is None:
+        why = ("where the recovery's truncateDirtyLogicFiles deletes the last file of a topic \"\" queue the walk "
+               "opened (its first unit, held on disk, at or past the commitlog's end)")
     if why or not files and not rebuilt:
         _not_predicted(p, files, why)
         return
@@ -69,7 +74,8 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
                                       end=p.commitlog_end) if abnormal else []
     if again_queues:   # 4.9: after the walk the reput from the queues' max
         p.notes.append(f'topic "" queues {", ".join(map(str, again_queues))} not predicted past the load: after '
-                       f"recoverAbnormally's walk the reput dispatches their records again from {p.reput_from}, onto "
+                       f"recoverAbnormally's walk the reput dispatches their records again from {p.reput_from} (the "
+                       "queue table's max: no held file name Integer.parseInt reads, so no queue made of one), onto "
                        "a queue whose write position truncateDirtyLogicFiles set from the bytes on disk past the "
                        "walk's (not modelled)")
         return
