@@ -17,7 +17,8 @@ Mirrors, in ``store/src/main/java/org/apache/rocketmq/store/`` of rocketmq-all-4
   :func:`store_format.recovery_dispatch.recovery_dispatch` says; they go at the write position on,
   ``getLastMappedFile`` adding a file after a full last one;
 * 5.3.3 ``ConsumeQueue.correctMinOffset`` (``DefaultMessageStore.recoverTopicQueueTable`` in ``load()``) over a
-  queue whose last file holds nothing (:func:`correct_min_offset_fails`);
+  queue whose last file holds nothing (:func:`correct_min_offset_fails`), and every line's over a queue the cut
+  below left with no file (its max: :func:`no_file_max`, 5.5.1 resetting a consume queue's to -1);
 * ``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (called by ``CommitLog.recoverNormally``
   when the queues reach past the commitlog's end): from the last file backwards, a file whose first
   unit points at or past ``phyOffset`` is deleted; otherwise its units are kept up to the first one
@@ -48,7 +49,7 @@ from .recovery_dispatch import recovery_dispatch
 __all__ = ["CORRECT_MIN_OFFSET_533", "RECOVER_FILES", "BCQ_RULES", "CQ_RULES", "EXT_MAX_ADDR", "QueueRecovery",
            "QueueRules", "TailFiles",
            "Truncation", "correct_min_offset_fails", "dispatch_units", "file_units", "last_ext_address", "load_files",
-           "recover_consume_queue",
+           "no_file_max", "no_file_resets_max", "recover_consume_queue",
            "truncate_dirty_logic_files", "unit_accepted", "unit_is_message"]
 
 RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
@@ -74,6 +75,25 @@ def correct_min_offset_fails(last_file_start: int, last_file_empty: bool) -> boo
     (``IllegalArgumentException``; ``DefaultMessageStore.load`` then returns false).  A last file at 0 holding
     nothing leaves the max offset 0: it returns early."""
     return last_file_empty and last_file_start > 0
+
+
+def no_file_resets_max(broker_line: str) -> bool:
+    """Whether ``DefaultMessageStore.recoverTopicQueueTable``'s ``ConsumeQueue.correctMinOffset`` (in ``load()``,
+    after the commitlog's recovery and its cut) gives a consume queue with no file the max physical offset -1, by
+    ``brokerVersion``: rocketmq-store 5.5.1's (``"5.5"``) looks for a last file first and, with none, resets the max;
+    4.9.8's reads the first file only and 5.3.3's returns before (its ``minLogicOffset`` against the queue's max
+    offset, 0 with no file): both leave the max as it was."""
+    return broker_line == "5.5"
+
+
+def no_file_max(cut_max: int, *, resets: bool, batch: bool = False) -> int:
+    """The max physical offset of a queue a restart's cut (``truncateDirtyLogicFiles``: the ordinary restart's or a
+    DLedger crash's at ``processOffset``) left with no file, once ``recoverTopicQueueTable`` has run: ``cut_max``,
+    what the cut set before deleting every file (``ConsumeQueue``'s: the offset it cuts at;
+    ``BatchConsumeQueue``'s: one byte before, :data:`BCQ_RULES`' ``truncate_from``), except a consume queue's where
+    ``resets`` (:func:`no_file_resets_max`: 5.5.1): -1.  A batch queue (``batch``) keeps it on every line
+    (``BatchConsumeQueue.correctMinOffset`` never sets the max)."""
+    return -1 if resets and not batch else cut_max
 
 
 def unit_accepted(off: np.ndarray, size: np.ndarray) -> np.ndarray:

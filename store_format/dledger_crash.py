@@ -143,6 +143,7 @@ import dataclasses
 
 from . import commitlog as cl
 from .config import BrokerConfig
+from .consumequeue_recovery import no_file_resets_max
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal, walk_after
 from .dledger_crash_before import earlier_counter
@@ -302,7 +303,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
                                                           config),
                          ext_file_size=config.mappedFileSizeConsumeQueueExt,
-                         reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1,
+                         reset_emptied=no_file_resets_max(config.brokerVersion), after=after,
+                         walk_end=end if early else -1,
                          tags=lambda offset, size, queue, light=False: _own_tags(st, files, offset, size, queue,
                                                                                  config, light),
                          ext_held=on_disk.ext_end if on_disk is not None else None,

@@ -109,6 +109,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from .consumequeue_recovery import no_file_max
 from .dledger_crash_cut_reput import (
     ExtAgain,
     QueueMove,
@@ -313,7 +314,8 @@ def recheck_reput_offset(cut: TruncatedQueues, process_offset: int, min_offset: 
     largest ``getMaxPhysicOffset`` over the queues as the cut left them, at least the commitlog's min offset (and 0);
     5.5.1's ``recoverTopicQueueTable`` (``ConsumeQueue.correctMinOffset``) has set the max of a queue left with no file
     to -1 before (``reset_emptied``), 5.3.3 keeps ``processOffset`` there."""
-    return max(cut.top, *(-1 if reset_emptied and v == process_offset else v for v in cut.max_after.values()),
+    return max(cut.top, *(no_file_max(v, resets=reset_emptied) if v == process_offset else v
+                          for v in cut.max_after.values()),
                min_offset, 0)
 
 

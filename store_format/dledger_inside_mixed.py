@@ -30,6 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from .consumequeue_ext_recovery import ext_position_after_puts
+from .consumequeue_recovery import no_file_max
 from .dledger_inside_replay import replay_queue
 from .dledger_inside_state import QueueFiles, Tags, WalkedQueue
 from .dledger_queue_track import BLANK_MAX, U_END, U_OFFSET, U_QUEUE, QueueTrack, positions, replayed
@@ -119,7 +120,7 @@ def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_
     write = int(at[len(rows) - len(cut)]) if len(cut) else final
     if emptied:   # no file left: max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3), every unit cut
         assert len(cut) == len(rows) and not below.any()
-        write, top = -1, -1 if reset_emptied else process_offset
+        write, top = -1, no_file_max(process_offset, resets=reset_emptied)
     elif kept.any() or start is not None:   # the last unit below processOffset, in the last data file or the earlier
         top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
     else:   # none appended below processOffset, a file left: the walk's first unit (always appended: no file, max -1)

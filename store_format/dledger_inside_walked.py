@@ -28,7 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails
+from .consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails, no_file_max
 from .dledger_inside_mixed import OnDiskCut, mixed_on_disk, mixed_state
 from .dledger_inside_state import QueueFiles, refuse
 from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
@@ -148,7 +148,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # a consume queue on disk whose files the cut deleted: no file, its max -1 (5.5.1's correctMinOffset
             # resets it) or processOffset (5.3.3's keeps it), its ext files as ConsumeQueue.recover left them:
             # replayed from there (emptied_past_only)
-            return emptied_past_only(-1 if reset_emptied else process_offset, later, ext_file_size,
+            return emptied_past_only(no_file_max(process_offset, resets=reset_emptied), later, ext_file_size,
                                       (ext_held or {}).get(name))
         if held_only is not None and held_only[1] and not past_only_batch:
             # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
@@ -243,8 +243,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         again = tuple(map(tuple, positions(cut).tolist())) \
             if back.any() else ()
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
-            return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
-                               track.own_units.get(q, 0), again=again, again_skip=skip, past=past)
+            return WalkedQueue(-1, no_file_max(process_offset, resets=reset_emptied), after_last,
+                               int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again, again_skip=skip,
+                               past=past)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
                                     track.own_units.get(q, 0), again=again, past=past, again_skip=skip,

@@ -141,6 +141,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .config import BrokerConfig
+from .consumequeue_recovery import no_file_max, no_file_resets_max
 from .dledger_crash_after import refusal
 from .dledger_crash_cut import BLANK_MAX, Inside, QueueCut, QueuesOnDisk
 from .dledger_inside_mixed import OnDiskCut
@@ -182,8 +183,11 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     v55 = config.brokerVersion == "5.5"
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
     after = on_disk.max_after_cut(process_offset, {}) if truncates else {}
-    # each queue's max and write position after the cut (5.5.1: -1 for a consume queue left with no file)
-    loaded = {n: (-1 if v55 and not stays and v == process_offset else v, w) for n, (v, stays, w, _d) in after.items()}
+    # each queue's max and write position after the cut and recoverTopicQueueTable (a queue left with no file:
+    # no_file_max; a batch queue's max the cut set is processOffset - 1)
+    resets = no_file_resets_max(config.brokerVersion)
+    loaded = {n: (v if stays else no_file_max(v, resets=resets, batch=v != process_offset), w)
+              for n, (v, stays, w, _d) in after.items()}
     inside_from = -1
     inside_records: tuple[tuple[int, int], ...] = ()
     placed = Placed()
@@ -212,7 +216,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             inside_from, reput, inside_records = reput, goes_on, records
             placed = _placed_on_disk(units, after, config.cq_file_size, inside_from,
                                      config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
-                                     on_disk.ext_end, -1 if v55 else process_offset,
+                                     on_disk.ext_end, no_file_max(process_offset, resets=resets),
                                      bcq_file_size=config.mapperFileSizeBatchConsumeQueue)
             if goes_on < confirm_offset:   # the next data file's start or an entry's: it walks the entries on
                 drops_to = _maxes_past(placed, units, goes_on)

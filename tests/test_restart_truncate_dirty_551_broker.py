@@ -135,6 +135,7 @@ def _assert_written(name: str, d: Path, w: dict) -> None:
     assert (t00["maxOffset"], t00["maxPhysicOffset"]) == (FILE + UNIT, 0), loaded
     if name.endswith("-past-end"):   # the damaged put 4 (T0/2) past the end: its only file deleted by the cut
         assert w["damagedRecord"] == end and "T0/2" in loaded and not loaded["T0/2"]["files"], (end, loaded)
+        assert loaded["T0/2"]["maxPhysicOffset"] == -1, loaded   # correctMinOffset with no file (4.9.8, 5.3.3: end)
         assert t01["maxPhysicOffset"] == end and t01["maxOffset"] == UNIT, loaded
         return
     assert q1 == [(0, 0), (0, 0)], q1   # T0/1's only file all zeros; the dispatch wrote puts 3 and 4 into it

@@ -15,7 +15,7 @@ import numpy as np
 
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
-from store_format.consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails
+from store_format.consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails, no_file_resets_max
 
 from .report import QueueRestart, RestartPrediction
 from .restart_index import predict_index
@@ -194,7 +194,7 @@ def _truncate_dirty(p: RestartPrediction, states: list[QueueState], config: Brok
             # a queue that dispatch appends to (it lacks a record from first on): cut after it, nothing
             appended = first >= 0 and bool(((s.missing_offsets >= first) & (s.missing_offsets < cut)).any())
             if not s.restart.units_appended_by_recovery and s.loaded and not appended:
-                truncate_queue(s, cut, no_file_max_reset=config.brokerVersion == "5.5")
+                truncate_queue(s, cut, no_file_max_reset=no_file_resets_max(config.brokerVersion))
                 empty_last.discard(id(s))
 
 

@@ -21,6 +21,7 @@ from store_format.consumequeue_recovery import (
     EXT_MAX_ADDR,
     TailFiles,
     last_ext_address,
+    no_file_max,
     recover_consume_queue,
     truncate_dirty_logic_files,
 )
@@ -138,10 +139,10 @@ def holds_ext(u: np.ndarray) -> np.ndarray:
 
 def truncate_queue(state: QueueState, phy_offset: int, *, no_file_max_reset: bool = False) -> None:
     """``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (``BatchConsumeQueue``'s for a batch queue) on
-    one queue (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`), added to its report.
-    ``no_file_max_reset`` (rocketmq-store 5.5.1): a consume queue the cut leaves with no file gets max physical
-    offset -1 from ``recoverTopicQueueTable``'s ``ConsumeQueue.correctMinOffset`` (4.9.8 and 5.3.3 keep the cut's
-    ``phyOffset``; ``BatchConsumeQueue.correctMinOffset`` leaves it)."""
+    one queue (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`), added to its report; a queue
+    it leaves with no file gets the max ``recoverTopicQueueTable`` leaves it
+    (:func:`store_format.consumequeue_recovery.no_file_max`; ``no_file_max_reset``: the line's
+    :func:`store_format.consumequeue_recovery.no_file_resets_max`, 5.5.1's -1 for a consume queue)."""
     q = state.restart
     rules = queue_rules(q.layout)
     t = truncate_dirty_logic_files(state.tail_files, phy_offset, unit_size=rules.unit_size,
@@ -150,8 +151,8 @@ def truncate_queue(state: QueueState, phy_offset: int, *, no_file_max_reset: boo
     q.units_truncated += t.units_truncated
     q.files_deleted_by_truncate.extend(t.files_deleted)
     q.write_position = t.write_position
-    if no_file_max_reset and q.layout != BCQ_DIR and not state.tail_files and not state.older_files:
-        q.max_physic_offset = -1
+    if not state.tail_files and not state.older_files:
+        q.max_physic_offset = no_file_max(t.max_physic_offset, resets=no_file_max_reset, batch=q.layout == BCQ_DIR)
     state.last_ext_addr = last_ext_address(state.tail_files)
 
 
