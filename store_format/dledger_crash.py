@@ -141,6 +141,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from . import commitlog as cl
 from .config import BrokerConfig
 from .consumequeue_recovery import no_file_resets_max
@@ -148,6 +150,7 @@ from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal, walk_after
 from .dledger_crash_before import earlier_counter
 from .dledger_crash_cut import (
+    QueueCut,
     QueuesOnDisk,
     QueueTrack,
     cut_queues,
@@ -209,7 +212,10 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                        cp: Checkpoint, on_disk: QueuesOnDisk | None = None) -> DLedgerCrash:
     """``dledgerRecoverAbnormally`` on ``st`` after DLedger's recovery ``rec``, with the store's checkpoint
     ``cp`` (module docstring); ``on_disk``: the consume queues the store holds (``verify``; the rebuild's
-    restart starts without them), which the walk's dispatch adds to and the cut takes units from.
+    restart starts without them), which the walk's dispatch adds to and the cut takes units from.  In the broker's
+    order: :func:`_load_fails`, the start file (:func:`_start_file`), the walk (:func:`walk_data_files`), the cut's
+    condition (:func:`_truncates`) and :func:`_cut`, where the start's reput begins (:func:`_start_reput`), then its
+    dispatch: :func:`_walked_nothing`, :func:`reput_before_walk` or :func:`_reput_from_walk`.
 
     Raises:
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
@@ -227,28 +233,12 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             :func:`store_format.dledger_crash_reput_before.reput_before_walk` refuses (after a cut it does not undo).
     """
     assert st.dledger is not None
-    old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
-    if config.rocksdb_cq:
-        raise refusal("a RocksDB consume queue store")
-    if config.brokerVersion == "5.5" and config.enableAcceleratedRecovery and cp.physic_msg_timestamp > 0 \
-            and cp.logics_physical_offset <= 0:
-        # DefaultMessageStore.recover asks ConsumeQueueStore.getDispatchFromPhyOffset(false) first, which throws;
-        # past that, dledgerRecoverAbnormally's walk over the data files reads neither setting
-        raise RestartFailsError(
-            f"enableAcceleratedRecovery=true with a checkpoint whose logicsPhysicalOffset is "
-            f"{cp.logics_physical_offset}: the 5.5.1 broker's abnormal restart fails to load the store "
-            "(ConsumeQueueStore.getDispatchFromPhyOffset throws); nothing to predict")
-    log = st.dledger
+    _load_fails(config, cp)
     files = [Segment(k, name, int(name), size, path, mtime, dledger=True)
-             for k, (name, size, path, mtime) in enumerate(log.files)]
+             for k, (name, size, path, mtime) in enumerate(st.dledger.files)]
+    old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
     min_offset = old[0].base if old else files[0].base   # DLedgerCommitLog.getMinOffset
-    first = 0
-    for k in range(len(files) - 1, -1, -1):
-        with st.reader(files[k]) as read:
-            head = bytes(read(0, ENTRY_HEADER_SIZE + BORN_HOST_OFFSET + HOST_V6_LEN + 8))
-        if _matches(head, config, cp):
-            first = k
-            break
+    first = _start_file(st, files, config, cp)
     # DefaultMessageStore.recover loads the queues (ConsumeQueue.recover) before the walk on 5.3.3 and 5.5.1 alike:
     # the walk's doDispatch puts its units onto those files, which truncateDirtyLogicFiles then cuts
     accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt,
@@ -259,16 +249,82 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk, cp, st)
     early = end != rec.process_offset   # the walk's check fails inside the log DLedger keeps (_walk_ends_early)
     process_offset = last_base + last_sizes
-    loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
     if on_disk is not None and on_disk.batch_position is not None and config.batch_topics:
         track.place_batch(on_disk.batch_position)   # the walk found the batch queues' units there
-    if config.brokerVersion == "5.5":   # getDispatchFromPhyOffset(false), then ConsumeQueueStore.truncateDirty's check
-        queues_max = accepted.max_physic_offset(config.batch_topics)   # a batch queue's: its last unit's start
-        truncates = cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset
-    else:                               # the loaded queues' max physical offset, no check in truncateDirty
-        truncates = loaded_max >= process_offset
-    after, reput_ends, past = None, -1, None
+    truncates = _truncates(config, cp, accepted, on_disk, process_offset)
     walked = track.written()   # the queues the walk wrote
+    zeros = _zeros_queues(walked, on_disk, early, config, rec)
+    after, reput_ends, past = None, -1, None
+    if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
+        # the records past the walk as the start's reput's check reads them (with a cut: their units)
+        after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
+                                       rec.committed_pos)
+        past = after
+        if not truncates:
+            after = None
+    cut = _cut(st, files, first, end, early, process_offset, rec, config, min_offset, on_disk, track, after) \
+        if truncates else None
+    reput = _start_reput(files, first, end, rec, config, min_offset, on_disk, accepted, cut)
+    walk_end, log_end = -1, end
+    if early:
+        walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
+        if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (reput_skips)
+            log_end = reput_ends
+    anew = _written_anew(zeros, cut, on_disk, reput, files[first].base)
+    if reput < files[first].base:
+        plan = reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
+                                 track, config, cut, rec.committed_pos, walked, past)
+        return dataclasses.replace(plan, anew=True) if anew else plan
+    return _reput_from_walk(st, files[first], end, walk_end, log_end, process_offset, reput, reason, early, accepted,
+                            track, config, cut, past)
+
+
+def _load_fails(config: BrokerConfig, cp: Checkpoint) -> None:
+    """What stops ``DefaultMessageStore.recover`` before ``dledgerRecoverAbnormally``: a RocksDB consume queue store
+    (refused, not modelled); 5.5.1 ``ConsumeQueueStore.getDispatchFromPhyOffset(false)``, asked first, throwing on
+    ``enableAcceleratedRecovery`` with a checkpoint logicsPhysicalOffset <= 0 and a physicMsgTimestamp."""
+    if config.rocksdb_cq:
+        raise refusal("a RocksDB consume queue store")
+    if config.brokerVersion == "5.5" and config.enableAcceleratedRecovery and cp.physic_msg_timestamp > 0 \
+            and cp.logics_physical_offset <= 0:
+        # DefaultMessageStore.recover asks ConsumeQueueStore.getDispatchFromPhyOffset(false) first, which throws;
+        # past that, dledgerRecoverAbnormally's walk over the data files reads neither setting
+        raise RestartFailsError(
+            f"enableAcceleratedRecovery=true with a checkpoint whose logicsPhysicalOffset is "
+            f"{cp.logics_physical_offset}: the 5.5.1 broker's abnormal restart fails to load the store "
+            "(ConsumeQueueStore.getDispatchFromPhyOffset throws); nothing to predict")
+
+
+def _start_file(st: StoreLocation, files: list[Segment], config: BrokerConfig, cp: Checkpoint) -> int:
+    """``dledgerRecoverAbnormally``'s start file: from the last data file back, the first that
+    ``isMmapFileMatchedRecover`` (:func:`_matches`) accepts, else the first."""
+    for k in range(len(files) - 1, -1, -1):
+        with st.reader(files[k]) as read:
+            head = bytes(read(0, ENTRY_HEADER_SIZE + BORN_HOST_OFFSET + HOST_V6_LEN + 8))
+        if _matches(head, config, cp):
+            return k
+    return 0
+
+
+def _truncates(config: BrokerConfig, cp: Checkpoint, accepted: Accepted, on_disk: QueuesOnDisk | None,
+               process_offset: int) -> bool:
+    """Whether ``dledgerRecoverAbnormally`` calls ``truncateDirtyLogicFiles(processOffset)``: the
+    ``maxPhyOffsetOfConsumeQueue`` passed in at least ``processOffset`` (5.5.1: ``getDispatchFromPhyOffset(false)``,
+    the checkpoint's, then ``ConsumeQueueStore.truncateDirty``'s check of the queues' largest max; 5.3.3: the loaded
+    queues' max physical offset, no check in ``truncateDirty``)."""
+    loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
+    if config.brokerVersion == "5.5":
+        queues_max = accepted.max_physic_offset(config.batch_topics)   # a batch queue's: its last unit's start
+        return cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset
+    return loaded_max >= process_offset
+
+
+def _zeros_queues(walked: tuple[tuple[str, int], ...], on_disk: QueuesOnDisk | None, early: bool,
+                  config: BrokerConfig, rec: DLedgerRecovery) -> list[tuple[str, int]]:
+    """The queues the walk wrote whose files on disk are all zeros (``QueuesOnDisk.zeros_queues``:
+    ``ConsumeQueue.recover`` kept them empty, ``putMessagePositionInfo`` appends onto them from their start), after
+    refusing those the walk wrote whose files hold no unit otherwise (``QueuesOnDisk.empty_queues``) and a walk
+    ending early onto them with the start's reput from the committed position inside the log (module docstring)."""
     empty = sorted(set(walked) & on_disk.empty_queues) if on_disk is not None else []
     # a queue of files of zeros (QueuesOnDisk.zeros_queues): checked against the broker with or without the cut, the
     # start's reput from the walk's data files on, not set inside an entry; not the others
@@ -284,60 +340,74 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     if zeros and early and not config.recheckReputOffsetFromCq and rec.committed_pos < rec.process_offset:
         raise _empty_refusal(zeros, "and the walk ends early, the start's reput from the committed position inside "
                              "the log (modelled: at its end)")
-    if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
-        # the records past the walk as the start's reput's check reads them (with a cut: their units)
-        after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
-                                       rec.committed_pos)
-        past = after
-        if not truncates:
-            after = None
-    cut = None
-    if truncates:
-        cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
-                         bcq_file_size=config.mapperFileSizeBatchConsumeQueue, ext=config.enableConsumeQueueExt,
-                         recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
-                         confirm_offset=max(rec.committed_pos, files[0].base), end=rec.process_offset,
-                         on_disk=on_disk.max_after_cut(
-                             process_offset, {**track.own_walked(), **track.mixed_walked(), **track.batch_walked()})
-                         if on_disk is not None else None,
-                         inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
-                                                          config),
-                         ext_file_size=config.mappedFileSizeConsumeQueueExt,
-                         reset_emptied=no_file_resets_max(config.brokerVersion), after=after,
-                         walk_end=end if early else -1,
-                         tags=lambda offset, size, queue, light=False: _own_tags(st, files, offset, size, queue,
-                                                                                 config, light),
-                         ext_held=on_disk.ext_end if on_disk is not None else None,
-                         ext_earlier=earlier_counter(st, files, first, config, rec.committed_pos))
-        reput = cut.reput
-    elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base,
-                                       on_disk is not None and on_disk.max_physic_offset >= 0)) is not None:
-        reput = in_old   # a converted store's walk that queued nothing: from the old files (dledger_crash_old)
-    elif config.recheckReputOffsetFromCq:
+    return zeros
+
+
+def _cut(st: StoreLocation, files: list[Segment], first: int, end: int, early: bool, process_offset: int,
+         rec: DLedgerRecovery, config: BrokerConfig, min_offset: int, on_disk: QueuesOnDisk | None,
+         track: QueueTrack, after: np.ndarray | None) -> QueueCut:
+    """``truncateDirtyLogicFiles(processOffset)`` on the queues the walk wrote (and those on disk), with where the
+    start's reput then begins: :func:`store_format.dledger_crash_cut.cut_queues`."""
+    return cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
+                      bcq_file_size=config.mapperFileSizeBatchConsumeQueue, ext=config.enableConsumeQueueExt,
+                      recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
+                      confirm_offset=max(rec.committed_pos, files[0].base), end=rec.process_offset,
+                      on_disk=on_disk.max_after_cut(
+                          process_offset, {**track.own_walked(), **track.mixed_walked(), **track.batch_walked()})
+                      if on_disk is not None else None,
+                      inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
+                                                       config),
+                      ext_file_size=config.mappedFileSizeConsumeQueueExt,
+                      reset_emptied=no_file_resets_max(config.brokerVersion), after=after,
+                      walk_end=end if early else -1,
+                      tags=lambda offset, size, queue, light=False: _own_tags(st, files, offset, size, queue,
+                                                                              config, light),
+                      ext_held=on_disk.ext_end if on_disk is not None else None,
+                      ext_earlier=earlier_counter(st, files, first, config, rec.committed_pos))
+
+
+def _start_reput(files: list[Segment], first: int, end: int, rec: DLedgerRecovery, config: BrokerConfig,
+                 min_offset: int, on_disk: QueuesOnDisk | None, accepted: Accepted, cut: QueueCut | None) -> int:
+    """Where ``DefaultMessageStore.start``'s reput begins: after a cut, the cut's answer; a converted store's walk
+    that queued nothing, in the old files (:func:`store_format.dledger_crash_old.reput_in_old_files`); with
+    ``recheckReputOffsetFromCq``, :func:`store_format.restart_reput.start_reput_check`; else ``getConfirmOffset()``."""
+    if cut is not None:
+        return cut.reput
+    if (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base,
+                                     on_disk is not None and on_disk.max_physic_offset >= 0)) is not None:
+        return in_old   # a converted store's walk that queued nothing: from the old files (dledger_crash_old)
+    if config.recheckReputOffsetFromCq:
         second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True,
                                    batch_topics=config.batch_topics)
         assert second is not None   # 5.x with the switch: the second reput always runs
-        reput = second.reput
-    else:
-        reput = max(rec.committed_pos, files[0].base)
-    walk_end, log_end = -1, end
-    if early:
-        walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
-        if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (reput_skips)
-            log_end = reput_ends
+        return second.reput
+    return max(rec.committed_pos, files[0].base)
+
+
+def _written_anew(zeros: list[tuple[str, int]], cut: QueueCut | None, on_disk: QueuesOnDisk | None, reput: int,
+                  walk_base: int) -> bool:
+    """Whether the start's reput writes every queue anew (:attr:`DLedgerCrash.anew`): from before the walk's data
+    file (``walk_base``) after the cut deleted every file of zeros the walk wrote, no other queue on disk; refused
+    (one line) for the other shapes of a walk onto files of zeros it does not model (module docstring)."""
     if zeros and cut is not None and cut.inside_from >= 0:
         raise _empty_refusal(zeros, "and the start's reput is set inside an entry")
     # the reput from before the walk's data file after the cut deleted every file of zeros the walk wrote, no other
     # queue on disk: no queue keeps a unit, so it writes every queue anew from there (DLedgerCrash.anew); not others
-    anew = bool(zeros) and reput < files[first].base
+    anew = bool(zeros) and reput < walk_base
     if anew and (cut is None or not set(zeros) <= cut.held_emptied or on_disk is not None
                  and bool((on_disk.consume_queues | on_disk.batch_queues) - set(zeros))):
         raise _empty_refusal(zeros, "and the start's reput begins before the walk's data file (modelled: only when "
                              "the cut deletes every such file and the store holds no other queue)")
-    if reput < files[first].base:
-        plan = reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
-                                 track, config, cut, rec.committed_pos, walked, past)
-        return dataclasses.replace(plan, anew=True) if anew else plan
+    return anew
+
+
+def _reput_from_walk(st: StoreLocation, start: Segment, end: int, walk_end: int, log_end: int, process_offset: int,
+                     reput: int, reason: str, early: bool, accepted: Accepted, track: QueueTrack,
+                     config: BrokerConfig, cut: QueueCut | None, past: np.ndarray | None) -> DLedgerCrash:
+    """The start's reput from the walk's data files on (``ReputMessageService.doReput``): the ext units it puts
+    again (``ConsumeQueueExt.put``), the walk's last indexed record indexed again (``IndexService.buildIndex``), the
+    walk's records walked again before those past it (:attr:`DLedgerCrash.again`), the keys of the messages its check
+    parsed inside an entry; the plan."""
     ext_again = ext_refused(cut.ext_again) if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     if past is not None and ext_again and reput < end:   # the reput walks on past the walk's end: its own units there
@@ -351,7 +421,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0 or (
         cut is not None and bool(cut.inside_records)))
     keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
-    return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason,
+    return DLedgerCrash(start.name, start.base, log_end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again, walk_end=walk_end,
                         again=again, inside_keys=tuple(int(k) for k in keys))
 

@@ -88,6 +88,8 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     With no cut, the ext queues the reput walks records of there that the walk walks none of go in
     ``DLedgerCrash.ext_unwalked``, with their units among those records for a queue on disk before the walk
     (``QueueTrack.keep_queues``, verify): :func:`held_reput_appends` counts those ``putMessagePositionInfo`` appends.
+    In the reput's order: what is not modelled refused (:func:`_refuse_unmodelled`), the earlier files' records
+    (:func:`_earlier_files`), the ext units (:func:`_ext_units`), then ``IndexService.buildIndex``'s keys.
 
     Raises:
         UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
@@ -101,6 +103,32 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
             ``appended_before`` refuses); a guard: a message parsed there for a batch queue in ``QueueCut.reset``
             (none: the cut leaves such a queue max ``processOffset - 1``, where the reput is set, not 2147483647).
     """
+    whence = _refuse_unmodelled(st, files, first, reput, config, cut, committed)
+    to = walk_end if walk_end >= 0 else end
+    earlier = _earlier_files(st, files, first, reput, to, config, track, cut, committed, walked)
+    cut, ext_again = _ext_units(st, files, first, reput, to, whence, process_offset, config, track, cut, walk_end,
+                                past, earlier)
+    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
+    # the keys of the messages parsed where the reput was set, then of those parsed past old refused records, in
+    # put order: buildIndex puts each not below endPhyOffset and moves it there (old_parsed_keys)
+    keys, runs = old_parsed_keys(st, inside_key_offsets(st, cut.inside_records if cut is not None else (), config),
+                                 earlier.old_parsed or [], config)
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
+                        indexed_again(reindex, keys), cut, ext_again=ext_again,
+                        ext_unwalked=_unwalked(earlier.counts, ext_again, earlier.reset)
+                        if config.enableConsumeQueueExt and cut is None else (),
+                        walk_end=walk_end, before=True, drops_before=earlier.drops,
+                        from_old_files=reput < files[0].base, inside_keys=tuple(int(k) for k in keys),
+                        old_parsed=tuple(earlier.old_parsed or ()), old_parsed_kept=earlier.kept,
+                        old_parsed_runs=runs)
+
+
+def _refuse_unmodelled(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
+                       cut: QueueCut | None, committed: int) -> str:
+    """Where ``DefaultMessageStore.start`` set the reput (the words of a refusal), after refusing (one line) the
+    shapes :func:`reput_before_walk` does not model: a cut the reput puts back only some of a queue's units of
+    (``QueueMove``), a reput set at 2147483647 gone on where
+    :func:`store_format.dledger_crash_old.inside_earlier_refusal` refuses."""
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     if cut is not None and cut.inside_from >= 0:
         whence = f"where DLedgerCommitLog's message check sends it from {cut.inside_from}, the queues' largest max"
@@ -113,8 +141,31 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")
-    to = walk_end if walk_end >= 0 else end
-    alone = config.dledger_group_of_one
+    return whence
+
+
+@dataclasses.dataclass(frozen=True)
+class _Earlier:
+    """What the reput's walk over the data files (and old files) before the walk's finds
+    (:func:`_earlier_files`)."""
+    counts: dict[tuple[str, int], int]   # own records per queue: earlier_own_units' first answer
+    zero: dict[tuple[str, int], np.ndarray]    # its second: queues with a unit of queue offset 0 there, their units
+    reset: dict[tuple[str, int], np.ndarray]   # its third (units read per queue)
+    drops: tuple[tuple[str, int], ...]   # the walk's queues dropping the earlier records by queue offset
+    old_parsed: list[tuple[int, tuple[tuple[int, int], ...]]] | None   # parsed past refused old records
+    kept: tuple[tuple[str, int], ...]    # old_parsed_queues' answer
+    parsed_reset: list[tuple[str, int]]  # queues the cut left with no file a message parsed at 2147483647 went to
+    walk_ext: tuple[ExtAgain, ...]       # no cut, ext files: the walk's ext puts
+
+
+def _earlier_files(st: StoreLocation, files: list[Segment], first: int, reput: int, to: int, config: BrokerConfig,
+                   track: QueueTrack, cut: QueueCut | None, committed: int,
+                   walked: tuple[tuple[str, int], ...]) -> _Earlier:
+    """``ReputMessageService.doReput`` over the records before the walk's data file (``putMessagePositionInfo``
+    dropping or putting their units, a refused record sending it on where :func:`reput_goes_on` says):
+    :func:`store_format.dledger_crash_before.earlier_own_units` with the queues whose units it reads, then the
+    records the DLedger check parsed past refused old records
+    (:func:`store_format.dledger_crash_old.old_parsed_queues`)."""
     drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
     # records the DLedger check parses 48 bytes past a record it refuses in an old file (the rebuild's dispatch puts
     # their units and ext units in reading order; their keys: old_parsed_keys; after a cut, for queues the walk did
@@ -127,15 +178,28 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     walk_ext = ext_reput(track, files[first].base, to) if config.enableConsumeQueueExt and cut is None else ()
     unwalked = frozenset(track.keep_queues - {(a.topic, a.queue_id) for a in walk_ext}) \
         if config.enableConsumeQueueExt and cut is None else frozenset()
-    earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
+    alone = config.dledger_group_of_one
+    counts, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
         files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else
                                                                      parsed_reset) | unwalked, old_parsed)
     kept = old_parsed_queues(st, old_parsed, walked, cut, config, refusal) if old_parsed and cut is not None else ()
+    return _Earlier(counts, zero, reset, drops, old_parsed, kept, parsed_reset, walk_ext)
+
+
+def _ext_units(st: StoreLocation, files: list[Segment], first: int, reput: int, to: int, whence: str,
+               process_offset: int, config: BrokerConfig, track: QueueTrack, cut: QueueCut | None, walk_end: int,
+               past: np.ndarray | None, earlier: _Earlier) -> tuple[QueueCut | None, tuple[ExtAgain, ...]]:
+    """``ConsumeQueueExt.put`` in ``putMessagePositionInfoWrapper`` as the reput walks from before the walk's data
+    file: an ext unit for each own record of the earlier files, then the walk's ones
+    (:func:`store_format.dledger_crash_before.ext_before_walk`); a queue the 5.5.1 cut left with no file that a message
+    parsed at 2147483647 went to written anew (:func:`store_format.dledger_crash_before.ext_anew`); a record of queue
+    offset 0 appended (:func:`store_format.dledger_crash_before.appended_cut`); then the walk's damaged record and
+    those after it (:func:`store_format.dledger_crash_cut_reput.ext_past`).  With the cut as these leave it."""
+    parsed_reset, reset = earlier.parsed_reset, earlier.reset
     # the reput puts an ext unit for each own record of the earlier files from its start too (no cut: all dropped)
-    ext_again = () if not config.enableConsumeQueueExt else ext_before_walk(earlier, walk_ext) if cut is None \
-        else ext_before_walk(earlier, cut.ext_again, reset if cut.inside_from < 0 else None, track, to,
-                             config.cq_file_size)
-    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
+    ext_again = () if not config.enableConsumeQueueExt else ext_before_walk(earlier.counts, earlier.walk_ext) \
+        if cut is None else ext_before_walk(earlier.counts, cut.ext_again, reset if cut.inside_from < 0 else None,
+                                            track, to, config.cq_file_size)
     if parsed_reset and not {t for t, _ in parsed_reset} & config.batch_topics:
         assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset), ext
         # units too: the walk's (the cut keeps them), the parsed record's, then the reput's, each unit their address;
@@ -150,27 +214,17 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                       f"the recovery dispatched from, after a message parsed inside an entry for "
                       f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "
                       "(max -1: written anew from the parsed unit), of a batch queue, not modelled")
-    if zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same rule
-        assert cut is not None   # (a queue a message parsed inside the entry went to: its parsed units first)
-        cut, ext_again = appended_cut(st, [*(s for s in st.segments if not s.dledger), *files], cut, zero, track,
-                                      process_offset, config, ext_again,
+    if earlier.zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same
+        assert cut is not None   # rule (a queue a message parsed inside the entry went to: its parsed units first)
+        cut, ext_again = appended_cut(st, [*(s for s in st.segments if not s.dledger), *files], cut, earlier.zero,
+                                      track, process_offset, config, ext_again,
                                       f"its start's reput walks from {reput} ({whence}), before the data file "
                                       f"{files[first].name} the recovery dispatched from, where a record of queue "
                                       "offset 0 of ")
     ext_again = ext_refused(ext_again)   # light units put back: refused unless appended_cut replays their queue
     if past is not None and ext_again and walk_end >= 0:   # then the walk's damaged record and those after it
         ext_again = ext_past(ext_again, past, track)
-    # the keys of the messages parsed where the reput was set, then of those parsed past old refused records, in
-    # put order: buildIndex puts each not below endPhyOffset and moves it there (old_parsed_keys)
-    keys, runs = old_parsed_keys(st, inside_key_offsets(st, cut.inside_records if cut is not None else (), config),
-                                 old_parsed or [], config)
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
-                        indexed_again(reindex, keys), cut, ext_again=ext_again,
-                        ext_unwalked=_unwalked(earlier, ext_again, reset) if config.enableConsumeQueueExt
-                        and cut is None else (),
-                        walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
-                        inside_keys=tuple(int(k) for k in keys), old_parsed=tuple(old_parsed or ()),
-                        old_parsed_kept=kept, old_parsed_runs=runs)
+    return cut, ext_again
 
 
 def _unwalked(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...],

@@ -109,152 +109,230 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     with ext files too (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them
     again), in a queue on disk before the walk, and in one the cut left no file of.  ``tags``: ``place_inside``'s.
     Not ``reset_emptied`` (5.3.3): refused where the reput leaves a replayed queue's last file empty, the store's start
-    failing then (:func:`_start_fails_533`)."""
+    failing then (:func:`_start_fails_533`).  Per queue, as the cut takes it: its units (:func:`_queue_units`), then
+    what the cut left of it (:func:`_walked`: :func:`_batch_cut`, :func:`_queue_cut`)."""
     ids = {name: k for k, name in enumerate(track.names)}
-    units = track.last_file()
+    cuts = _Cuts(track, track.last_file(), parsed, per_queue, max_after, process_offset, on_disk or {}, reput, end,
+                 after, cq_file_size, ext_file_size, reset_emptied, ext_held or {})
 
     def walked(name: tuple[str, int]) -> WalkedQueue | None:
         q = ids.get(name)
-        if q is None:
-            return None
-        rows = units[units[:, U_QUEUE] == q]
-        cut = per_queue.get(q, rows[:0])
-        kept = rows[:len(rows) - len(cut)]
-        later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-        # its last own unit in the walk's earlier data files, else its last light unit there (a light queue's units go
-        # by the same putMessagePositionInfo, with their INNER_MULTI_QUEUE_OFFSET; the cut takes them the same)
-        own_before, light_before = track.last_before.get(q), track.light_before.get(q)
-        before = own_before or light_before
-        kinds = {int(k) for k in np.unique(rows[:, U_KIND])} | ({KIND_CQ} if own_before else set()) | \
-            ({KIND_LIGHT} if light_before else set())
-        held_only = (on_disk or {}).get(name) if not kinds and q not in track.batch_before else None
-        # on disk before the walk, the cut leaving it no file (the files' units all at or past processOffset):
-        # BatchConsumeQueue.truncateDirtyLogicFiles leaves its max processOffset - 1 (the emptied batch queue below),
-        # ConsumeQueue's -1 on 5.5.1 (recoverTopicQueueTable), processOffset on 5.3.3 (emptied_past_only); a batch
-        # queue the cut left a file of: as that file leaves it (its write position and max), replayed from there
-        past_only_batch = held_only is not None and name[0] in track.batch_topics
-        if not kinds and q not in track.batch_before and held_only is None:
-            # only records past the walk's end went to it (a walk ended by a damaged message; not on disk before the
-            # walk): the cut leaves it no file, as a queue the walk did not write; the broker dispatches the parsed
-            # units, then those records from where
-            # the reput goes on, and the rebuild reads them in that order too (pipelines.restart: store.then_pieces
-            # puts the parsed messages between the walk's pass and the reput's), so its own dispatch puts them where
-            # the broker does.  A batch queue so too:
-            # BatchConsumeQueue.putBatchMessagePositionInfo, no queue offset check, appends each unit starting past
-            # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
-            # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
-            return None
-        if held_only is not None and not held_only[1] and not past_only_batch:
-            # a consume queue on disk whose files the cut deleted: no file, its max -1 (5.5.1's correctMinOffset
-            # resets it) or processOffset (5.3.3's keeps it), its ext files as ConsumeQueue.recover left them:
-            # replayed from there (emptied_past_only)
-            return emptied_past_only(no_file_max(process_offset, resets=reset_emptied), later, ext_file_size,
-                                      (ext_held or {}).get(name))
-        if held_only is not None and held_only[1] and not past_only_batch:
-            # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
-            # position and max (held_past_only)
-            return held_past_only(held_only, later, ext_file_size, (ext_held or {}).get(name))
-        top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
-        back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
-        # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
-        emptied = max_after.get(q) == process_offset
-        if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before or past_only_batch:
-            held = (on_disk or {}).get(name)
-            # on disk before the walk, the cut leaving it no file (the first unit of its files at or past
-            # processOffset: the walk appended none below it): its max processOffset - 1, nothing of its history
-            # stays, and getLastMappedFile(getMaxOffset()), 0 with no file, creates the next unit's file at queue
-            # byte 0, wherever its files and the walk's units stood (the reput set inside an entry starts at
-            # processOffset - 1 or past it: this max cannot move it); a file of it left: as
-            # BatchConsumeQueue.truncateDirtyLogicFiles left its files, where the walk's units (at the positions the
-            # queue holds them) must leave it (else refused; so too for one the walk wrote in an earlier data file
-            # only, none of its units cut)
-            emptied_batch = held is not None and not held[1]
-            # the parsed units the rebuild's own dispatch appends after the walk's units (each starting past the last
-            # walk unit's start), before the records past the walk's end it reads after them: where the replay reads
-            # those records' units (dledger_inside_replay_batch)
-            walk_max = int(rows[:, U_OFFSET].max()) if len(rows) else -1 if past_only_batch else \
-                track.batch_before.get(q)
-            rebuilt = sum(1 for u in parsed if (u.topic, u.queue_id) == name and u.batch and u.base >= 0 and
-                          u.batch_size >= 0 and walk_max is not None and u.offset > walk_max)
-            # (a batch queue only records past the walk's end went to, a file of it left by the cut: as that file
-            # alone leaves it, its max held[0])
-            walked_batch = _walked_batch(rows, cut, kept, process_offset - 1 if emptied_batch else held[0]
-                                         if past_only_batch and held is not None else max_after.get(q),
-                                         later, back, track.batch_before.get(q), track.batch_units.get(q, 0), rebuilt)
-            if emptied_batch and not walked_batch.refused:
-                return dataclasses.replace(walked_batch, write=0, max=process_offset - 1)
-            if held is not None and held[1] and not walked_batch.refused and \
-                    (walked_batch.write, walked_batch.max) != (held[2], held[0]):
-                # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
-                # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
-                # appended none the cut keeps, and the files alone say where the cut leaves the queue; the walk's
-                # units dispatched onto the files before the cut (held[3]: written in the walk's last data file, its
-                # units of the earlier ones kept for a queue on disk, QueueTrack.batch_walked), the cut's
-                # write position and max are those of the files with the units it appended.  The cut units the
-                # reput dispatches again and its records past the walk's end follow the parsed units from there by
-                # the same rule (no queue offset check: wherever the walk had them)
-                if walked_batch.max <= held[0] or held[3]:
-                    return dataclasses.replace(walked_batch, write=held[2], max=held[0])
-                return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
-                                   f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
-                                   "leave it (units of it starting past the max its files loaded with, the walk's "
-                                   "units not dispatched onto them)")
-            return walked_batch
-        # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
-        # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)
-        disk = (on_disk or {}).get(name) if not emptied else None
-        # the reput going on at an entry's start past the first cut units (inside the parsed messages) dispatches
-        # only the rest again: those first ones stay cut (WalkedQueue.again_skip).  It goes on at an entry's start
-        # and dispatches every record from there, so the cut units it dispatches again are the last ones (in
-        # commitlog order): never some of them but for its last ones
-        skip = int(np.argmax(back)) if back.any() else 0
-        assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
-        if kinds == {KIND_CQ, KIND_LIGHT} and disk is not None:
-            # on disk before the walk: the cut's write position and max once the walk's units were dispatched onto
-            # the files ConsumeQueue.recover loaded (QueueTrack.mixed_walked), else refused
-            # (dledger_inside_mixed.mixed_on_disk)
-            return mixed_on_disk(disk, rows, cut, back, later, ext_file_size, (ext_held or {}).get(name),
-                                  track.own_units.get(q, 0))
-        if kinds == {KIND_CQ, KIND_LIGHT}:
-            # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
-            # file's replayed from after them; of both kinds there, from the write position and max
-            # putMessagePositionInfo left after them in commitlog order (QueueTrack.replayed_before; the queue not on
-            # disk before the walk here)
-            start = None if before is None else track.replayed_before(q) if own_before and light_before else \
-                ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
-            return mixed_state(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          before is not None and start is None, back, later, emptied, start, reset_emptied)
-        refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
-                   "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
-                   "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
-                   else
-                   "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
-                   else "")
-        if refused:
-            return WalkedQueue(0, 0, 0, 0, refused=refused)
-        # the records past the walk's end the reput dispatches after the parsed ones (dledger_inside_replay)
-        past = tuple(map(tuple, positions(later).tolist()))
-        assert (top is not None or disk is not None) and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
-        if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
-            assert before is not None and top is not None
-            write = after_last = (before[0] + 1) * CQ_UNIT_SIZE
-            return _on_disk(WalkedQueue(write, top, after_last, before[1], track.own_units.get(q, 0), past=past), disk)
-        after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
-        again = tuple(map(tuple, positions(cut).tolist())) \
-            if back.any() else ()
-        if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
-            return WalkedQueue(-1, no_file_max(process_offset, resets=reset_emptied), after_last,
-                               int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again, again_skip=skip,
-                               past=past)
-        write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
-        return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
-                                    track.own_units.get(q, 0), again=again, past=past, again_skip=skip,
-                                    skipped=len(cut) if len(past) and not back.any() else 0), disk)
+        return None if q is None else _walked(cuts, _queue_units(cuts, name, q))
     placed = place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                           bcq_file_size=bcq_file_size, tags=tags)
     if not reset_emptied:
         _start_fails_533(placed, cq_file_size, at)
     return placed
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cuts:
+    """:func:`inside_units`' inputs, the same for every queue: the walk's units (``QueueTrack``, its last data file's
+    rows), the parsed units, the cut per queue and where the reput goes on."""
+    track: QueueTrack
+    units: np.ndarray
+    parsed: tuple[ParsedUnit, ...]
+    per_queue: dict[int, np.ndarray]
+    max_after: dict[int, int]
+    process_offset: int
+    on_disk: Mapping[tuple[str, int], OnDiskCut]
+    reput: int
+    end: int
+    after: np.ndarray | None
+    cq_file_size: int
+    ext_file_size: int
+    reset_emptied: bool
+    ext_held: Mapping[tuple[str, int], int]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Units:
+    """One queue's units as the walk and the cut left them (:func:`_queue_units`)."""
+    name: tuple[str, int]
+    q: int
+    rows: np.ndarray          # its units in the walk's last data file
+    cut: np.ndarray           # the last of them, which the cut took
+    kept: np.ndarray          # the others
+    later: np.ndarray         # its records past the walk's end the reput dispatches
+    own_before: tuple[int, int] | None     # its last own unit in the walk's earlier data files
+    light_before: tuple[int, int] | None   # else its last light unit there
+    kinds: set[int]           # the kinds of unit the walk wrote of it
+
+    @property
+    def before(self) -> tuple[int, int] | None:
+        return self.own_before or self.light_before
+
+
+def _queue_units(c: _Cuts, name: tuple[str, int], q: int) -> _Units:
+    """The walk's units of queue ``q`` (``name``) in its last data file, those ``truncateDirtyLogicFiles`` took (the
+    last ones), its records past the walk's end from where the reput goes on, its last units in the walk's earlier
+    data files and the kinds of unit the walk wrote of it."""
+    units, track = c.units, c.track
+    rows = units[units[:, U_QUEUE] == q]
+    cut = c.per_queue.get(q, rows[:0])
+    kept = rows[:len(rows) - len(cut)]
+    later = c.after[(c.after[:, U_QUEUE] == q) & (c.after[:, U_OFFSET] >= c.reput)] if c.after is not None \
+        else rows[:0]
+    # its last own unit in the walk's earlier data files, else its last light unit there (a light queue's units go
+    # by the same putMessagePositionInfo, with their INNER_MULTI_QUEUE_OFFSET; the cut takes them the same)
+    own_before, light_before = track.last_before.get(q), track.light_before.get(q)
+    kinds = {int(k) for k in np.unique(rows[:, U_KIND])} | ({KIND_CQ} if own_before else set()) | \
+        ({KIND_LIGHT} if light_before else set())
+    return _Units(name, q, rows, cut, kept, later, own_before, light_before, kinds)
+
+
+def _walked(c: _Cuts, u: _Units) -> WalkedQueue | None:
+    """One queue as ``ConsumeQueue.truncateDirtyLogicFiles`` or ``BatchConsumeQueue.truncateDirtyLogicFiles`` left
+    it for the reput (:func:`inside_units`): None for a queue only records past the walk's end went to, not on disk
+    before the walk; a consume queue on disk that the walk wrote no unit of (:func:`emptied_past_only`,
+    :func:`held_past_only`); a batch queue (:func:`_batch_cut`); a consume queue the walk wrote
+    (:func:`_queue_cut`)."""
+    track, name, q, kinds, cut = c.track, u.name, u.q, u.kinds, u.cut
+    held_only = c.on_disk.get(name) if not kinds and q not in track.batch_before else None
+    # on disk before the walk, the cut leaving it no file (the files' units all at or past processOffset):
+    # BatchConsumeQueue.truncateDirtyLogicFiles leaves its max processOffset - 1 (the emptied batch queue below),
+    # ConsumeQueue's -1 on 5.5.1 (recoverTopicQueueTable), processOffset on 5.3.3 (emptied_past_only); a batch
+    # queue the cut left a file of: as that file leaves it (its write position and max), replayed from there
+    past_only_batch = held_only is not None and name[0] in track.batch_topics
+    if not kinds and q not in track.batch_before and held_only is None:
+        # only records past the walk's end went to it (a walk ended by a damaged message; not on disk before the
+        # walk): the cut leaves it no file, as a queue the walk did not write; the broker dispatches the parsed
+        # units, then those records from where
+        # the reput goes on, and the rebuild reads them in that order too (pipelines.restart: store.then_pieces
+        # puts the parsed messages between the walk's pass and the reput's), so its own dispatch puts them where
+        # the broker does.  A batch queue so too:
+        # BatchConsumeQueue.putBatchMessagePositionInfo, no queue offset check, appends each unit starting past
+        # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
+        # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
+        return None
+    if held_only is not None and not held_only[1] and not past_only_batch:
+        # a consume queue on disk whose files the cut deleted: no file, its max -1 (5.5.1's correctMinOffset
+        # resets it) or processOffset (5.3.3's keeps it), its ext files as ConsumeQueue.recover left them:
+        # replayed from there (emptied_past_only)
+        return emptied_past_only(no_file_max(c.process_offset, resets=c.reset_emptied), u.later, c.ext_file_size,
+                                 c.ext_held.get(name))
+    if held_only is not None and held_only[1] and not past_only_batch:
+        # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
+        # position and max (held_past_only)
+        return held_past_only(held_only, u.later, c.ext_file_size, c.ext_held.get(name))
+    back = (cut[:, U_OFFSET] >= c.reput) & (cut[:, U_OFFSET] < c.end)   # the cut units the reput dispatches again
+    if (u.rows[:, U_KIND] == KIND_BATCH).all() if len(u.rows) else q in track.batch_before or past_only_batch:
+        return _batch_cut(c, u, back, past_only_batch)
+    return _queue_cut(c, u, back)
+
+
+def _batch_cut(c: _Cuts, u: _Units, back: np.ndarray, past_only_batch: bool) -> WalkedQueue:
+    """A batch queue as ``BatchConsumeQueue.truncateDirtyLogicFiles`` left it (:func:`_walked_batch`), on disk before
+    the walk too: the cut leaving it no file, or a file of it (where the walk's units must leave it, else refused);
+    ``back``: the cut units the reput dispatches again."""
+    name, q, rows, cut, kept, later = u.name, u.q, u.rows, u.cut, u.kept, u.later
+    track, parsed, max_after, process_offset, on_disk = c.track, c.parsed, c.max_after, c.process_offset, c.on_disk
+    held = on_disk.get(name)
+    # on disk before the walk, the cut leaving it no file (the first unit of its files at or past
+    # processOffset: the walk appended none below it): its max processOffset - 1, nothing of its history
+    # stays, and getLastMappedFile(getMaxOffset()), 0 with no file, creates the next unit's file at queue
+    # byte 0, wherever its files and the walk's units stood (the reput set inside an entry starts at
+    # processOffset - 1 or past it: this max cannot move it); a file of it left: as
+    # BatchConsumeQueue.truncateDirtyLogicFiles left its files, where the walk's units (at the positions the
+    # queue holds them) must leave it (else refused; so too for one the walk wrote in an earlier data file
+    # only, none of its units cut)
+    emptied_batch = held is not None and not held[1]
+    # the parsed units the rebuild's own dispatch appends after the walk's units (each starting past the last
+    # walk unit's start), before the records past the walk's end it reads after them: where the replay reads
+    # those records' units (dledger_inside_replay_batch)
+    walk_max = int(rows[:, U_OFFSET].max()) if len(rows) else -1 if past_only_batch else \
+        track.batch_before.get(q)
+    rebuilt = sum(1 for p in parsed if (p.topic, p.queue_id) == name and p.batch and p.base >= 0 and
+                  p.batch_size >= 0 and walk_max is not None and p.offset > walk_max)
+    # (a batch queue only records past the walk's end went to, a file of it left by the cut: as that file
+    # alone leaves it, its max held[0])
+    walked_batch = _walked_batch(rows, cut, kept, process_offset - 1 if emptied_batch else held[0]
+                                 if past_only_batch and held is not None else max_after.get(q),
+                                 later, back, track.batch_before.get(q), track.batch_units.get(q, 0), rebuilt)
+    if emptied_batch and not walked_batch.refused:
+        return dataclasses.replace(walked_batch, write=0, max=process_offset - 1)
+    if held is not None and held[1] and not walked_batch.refused and \
+            (walked_batch.write, walked_batch.max) != (held[2], held[0]):
+        # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
+        # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
+        # appended none the cut keeps, and the files alone say where the cut leaves the queue; the walk's
+        # units dispatched onto the files before the cut (held[3]: written in the walk's last data file, its
+        # units of the earlier ones kept for a queue on disk, QueueTrack.batch_walked), the cut's
+        # write position and max are those of the files with the units it appended.  The cut units the
+        # reput dispatches again and its records past the walk's end follow the parsed units from there by
+        # the same rule (no queue offset check: wherever the walk had them)
+        if walked_batch.max <= held[0] or held[3]:
+            return dataclasses.replace(walked_batch, write=held[2], max=held[0])
+        return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
+                           f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
+                           "leave it (units of it starting past the max its files loaded with, the walk's "
+                           "units not dispatched onto them)")
+    return walked_batch
+
+
+def _queue_cut(c: _Cuts, u: _Units, back: np.ndarray) -> WalkedQueue:
+    """A consume queue the walk wrote as ``ConsumeQueue.truncateDirtyLogicFiles`` left it (its write position at the
+    first cut unit, its max where its last unit below ``processOffset`` ends): of both kinds of unit
+    (:func:`store_format.dledger_inside_mixed.mixed_on_disk`, :func:`store_format.dledger_inside_mixed.mixed_state`),
+    the cut leaving it no file, on disk before the walk (:func:`_on_disk`); ``back``: the cut units the reput
+    dispatches again."""
+    name, q, rows, cut, kept, later, kinds, before = u.name, u.q, u.rows, u.cut, u.kept, u.later, u.kinds, u.before
+    own_before, light_before = u.own_before, u.light_before
+    track, max_after, process_offset, on_disk, ext_held = c.track, c.max_after, c.process_offset, c.on_disk, c.ext_held
+    ext_file_size, cq_file_size, reset_emptied = c.ext_file_size, c.cq_file_size, c.reset_emptied
+    top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
+    # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
+    emptied = max_after.get(q) == process_offset
+    # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
+    # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)
+    disk = on_disk.get(name) if not emptied else None
+    # the reput going on at an entry's start past the first cut units (inside the parsed messages) dispatches
+    # only the rest again: those first ones stay cut (WalkedQueue.again_skip).  It goes on at an entry's start
+    # and dispatches every record from there, so the cut units it dispatches again are the last ones (in
+    # commitlog order): never some of them but for its last ones
+    skip = int(np.argmax(back)) if back.any() else 0
+    assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
+    if kinds == {KIND_CQ, KIND_LIGHT} and disk is not None:
+        # on disk before the walk: the cut's write position and max once the walk's units were dispatched onto
+        # the files ConsumeQueue.recover loaded (QueueTrack.mixed_walked), else refused
+        # (dledger_inside_mixed.mixed_on_disk)
+        return mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_held.get(name),
+                              track.own_units.get(q, 0))
+    if kinds == {KIND_CQ, KIND_LIGHT}:
+        # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
+        # file's replayed from after them; of both kinds there, from the write position and max
+        # putMessagePositionInfo left after them in commitlog order (QueueTrack.replayed_before; the queue not on
+        # disk before the walk here)
+        start = None if before is None else track.replayed_before(q) if own_before and light_before else \
+            ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
+        return mixed_state(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
+                      before is not None and start is None, back, later, emptied, start, reset_emptied)
+    refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
+               "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
+               "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
+               else
+               "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
+               else "")
+    if refused:
+        return WalkedQueue(0, 0, 0, 0, refused=refused)
+    # the records past the walk's end the reput dispatches after the parsed ones (dledger_inside_replay)
+    past = tuple(map(tuple, positions(later).tolist()))
+    assert (top is not None or disk is not None) and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
+    if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
+        assert before is not None and top is not None
+        write = after_last = (before[0] + 1) * CQ_UNIT_SIZE
+        return _on_disk(WalkedQueue(write, top, after_last, before[1], track.own_units.get(q, 0), past=past), disk)
+    after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
+    again = tuple(map(tuple, positions(cut).tolist())) \
+        if back.any() else ()
+    if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
+        return WalkedQueue(-1, no_file_max(process_offset, resets=reset_emptied), after_last,
+                           int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again, again_skip=skip,
+                           past=past)
+    write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
+    return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
+                                track.own_units.get(q, 0), again=again, past=past, again_skip=skip,
+                                skipped=len(cut) if len(past) and not back.any() else 0), disk)
 
 
 def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
