@@ -176,10 +176,7 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
     put_back: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # per queue: offsets and positions of units put back
     restored = 0
     whole = {(w.topic, w.queue_id): w for w in placed.whole}   # ordinary queues replayed whole (apply_cut)
-    # per queue, the queue offset of the walk's last unit below processOffset in its last data file
-    kept_units = walk.units[walk.units[:, U_OFFSET] < process_offset]
-    queues, last_at = np.unique(kept_units[::-1, U_QUEUE], return_index=True)
-    key_before = dict(zip(queues.tolist(), kept_units[len(kept_units) - 1 - last_at, U_KEY].tolist()))
+    key_before = _keys_before(track, walk, process_offset)
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
         if (w := whole.get(track.names[q])) is not None:   # no file cut nor moved here: apply_cut writes them whole
@@ -258,6 +255,19 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
     return PutBack(dropped, batch_dropped, lost, moves, put_back, restored, placed)
 
 
+def _keys_before(track: QueueTrack, walk: WalkedPositions, process_offset: int) -> dict[int, int]:
+    """Per queue, the queue offset of the walk's last unit below ``process_offset``: in its last data file, else in its
+    earlier ones (``QueueTrack.last_before``, ``light_before``: the later of the two; the cut takes units of the last
+    file only, so every unit there lies below it)."""
+    out = {q: key for q, (key, _end) in sorted({**track.light_before, **track.last_before}.items())}
+    for q in set(track.last_before) & set(track.light_before):
+        out[q] = max(track.last_before[q], track.light_before[q], key=lambda r: r[1])[0]
+    kept_units = walk.units[walk.units[:, U_OFFSET] < process_offset]
+    queues, last_at = np.unique(kept_units[::-1, U_QUEUE], return_index=True)
+    out.update(zip(queues.tolist(), kept_units[len(kept_units) - 1 - last_at, U_KEY].tolist()))
+    return out
+
+
 def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarray, queue_offsets: np.ndarray,
                      dispatched: np.ndarray, key_before: int | None) -> tuple[np.ndarray, np.ndarray]:
     """An ordinary cut queue's units (``rows``, commitlog order; ``queue_offsets``: each one's own queue offset): where
@@ -269,21 +279,29 @@ def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarr
     ``processOffset``, 2147483647 after ``fillPreBlank`` units only), the write position (a file of the queue on disk
     before the walk that the cut left: the one it left there; else the first cut unit's position), a queue the cut
     left no file starting at its first unit's own position (``fillPreBlank`` before it).  ``key_before``: the queue
-    offset of the walk's unit before them in its last data file (None: none there).
+    offset of the walk's unit before them, in any of its data files (:func:`_keys_before`; None: none).  A queue on disk
+    before the walk with none: the walk's from the write position and max its files' cut leaves (``run.on_disk``: the
+    walk's units there are its cut ones only, so the cut takes them back to where the walk began).
 
     Raises:
-        UnsupportedConfigError: the walk dropped one of them (a queue offset * 20 below the write position, not 0) or
-            the first one's queue offset is not one past the walk's unit before it there (then it is not where the
-            walk put it)."""
+        UnsupportedConfigError: the walk dropped one of them (a queue offset * 20 below the write position, not 0), the
+            first one's queue offset is not one past the walk's unit before it (then it is not where the walk put
+            it), or the queue is on disk, no walk unit before them, and the cut deleted every file of it."""
     label = "/".join(map(str, run.track.names[q]))
     ends = rows[:, U_END] - rows[:, U_OFFSET]
+    held = (run.on_disk or {}).get(run.track.names[q])
+    walk_state = loaded_state(-1, int(queue_offsets[0]) * CQ_UNIT_SIZE, loaded=True)
+    if held is not None and key_before is None:   # the walk appended its first unit onto the files on disk
+        if not held[1]:
+            raise cut_refusal(f"the queue {label} on disk before the walk, no unit of the walk below processOffset, "
+                              "every file of it deleted by the cut (where the walk put its cut units is not read)")
+        walk_state = loaded_state(held[0], held[2], loaded=True)
     walk_pos = assign_positions(np.zeros(len(rows), np.int64), rows[:, U_OFFSET], ends, queue_offsets,
-                                run.cq_file_size, loaded_state(-1, int(queue_offsets[0]) * CQ_UNIT_SIZE, loaded=True))
+                                run.cq_file_size, walk_state)
     if (walk_pos < 0).any() or (key_before is not None and key_before + 1 != int(queue_offsets[0])):
         raise cut_refusal(f"the queue {label} whose walk did not put its cut units one after the other from the first "
                           "one's queue offset (a queue offset of them below the write position, or the first one's not "
                           "right after the one before it)")
-    held = (run.on_disk or {}).get(run.track.names[q])
     emptied = q not in cut.kept and cut.max_after.get(q) == run.process_offset
     write = held[2] if held is not None and held[1] else int(walk_pos[0])
     state = loaded_state(cut.max_after.get(q, -1), 0 if emptied else write, loaded=not emptied)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from store_format.dledger_crash_cut import cut_queues
-from store_format.dledger_queue_track import KIND_CQ, QueueTrack
+from store_format.dledger_queue_track import KIND_CQ, KIND_LIGHT, QueueTrack
 from store_format.errors import UnsupportedConfigError
 
 CQ_FILE = 1000          # 50 units of 20 bytes a consume queue file
@@ -20,14 +20,23 @@ PROCESS_OFFSET = 500
 END = 900
 
 
-def _cut(keys: list[int], reput: int):  # noqa: ANN202
-    """T0/0 with units at commitlog offsets 400 (below ``processOffset``), 600, 700 and 800 of queue offsets
-    ``keys``, the reput from the committed position ``reput`` (no ``recheckReputOffsetFromCq``)."""
+def _cut(keys: list[int], reput: int, offsets: tuple[int, ...] = (400, 600, 700, 800),
+         before: dict[int, tuple[int, int]] | None = None, light: bool = False,
+         on_disk: dict[tuple[str, int], tuple[int, bool, int, bool]] | None = None):  # noqa: ANN202
+    """T0/0 with units at commitlog ``offsets`` (400: below ``processOffset``) of queue offsets ``keys``, the reput from
+    the committed position ``reput`` (no ``recheckReputOffsetFromCq``); ``before``: the queue's last unit (queue
+    offset, end) in the walk's earlier data files (``light``: the units light queue units, ``multiDispatchLmqQueue``'s,
+    there too); ``on_disk``: the queue's files
+    as the cut left them (``QueuesOnDisk.max_after_cut``)."""
     track = QueueTrack()
     track.names, track.ids = [("T0", 0)], {("T0", 0): 0}
-    track._cur = [np.array([(o, o + 50, 0, k, KIND_CQ) for o, k in zip((400, 600, 700, 800), keys)], dtype=np.int64)]
+    kind = KIND_LIGHT if light else KIND_CQ
+    track._cur = [np.array([(o, o + 50, 0, k, kind) for o, k in zip(offsets, keys)], dtype=np.int64)]
+    if before is not None:
+        track.seen_before = {0}
+        (track.light_before if light else track.last_before).update(before)
     return cut_queues(track, PROCESS_OFFSET, cq_file_size=CQ_FILE, bcq_file_size=CQ_FILE, ext=False, recheck=False,
-                      min_offset=0, confirm_offset=reput, end=END)
+                      min_offset=0, confirm_offset=reput, end=END, on_disk=on_disk)
 
 
 def test_a_cut_unit_whose_queue_offset_is_ahead_goes_where_the_write_position_is() -> None:
@@ -53,3 +62,36 @@ def test_a_cut_unit_the_walk_dropped_is_refused_in_one_line() -> None:
     with pytest.raises(UnsupportedConfigError) as e:
         _cut([5, 9, 10, 11], 700)
     assert "\n" not in str(e.value) and "right after the one before it" in str(e.value)
+
+
+def test_a_first_cut_unit_not_right_after_the_walks_unit_in_an_earlier_data_file_is_refused() -> None:
+    # no unit of T0/0 below processOffset in the walk's last data file, its unit before in an earlier one (queue
+    # offset 5; a light queue's too): the cut units' queue offsets 9, 10, 11 are not where the walk put them (120 on)
+    for light in (False, True):
+        with pytest.raises(UnsupportedConfigError) as e:
+            _cut([9, 10, 11], 700, (600, 700, 800), before={0: (5, 450)}, light=light)
+        assert "\n" not in str(e.value) and "T0/0" in str(e.value) and "right after the one before it" in str(e.value)
+    # right after it (6, 7, 8): the walk put them at 120, 140, 160; the reput from 700 appends the last two at 120
+    (move,) = _cut([6, 7, 8], 700, (600, 700, 800), before={0: (5, 450)}).moves
+    assert (move.source, move.target, move.count) == (140, 120, 2)
+
+
+def test_a_queue_on_disk_with_no_walk_unit_below_process_offset_starts_where_its_files_cut_leaves_it() -> None:
+    # T0/0 on disk up to write position 120 (max 450), the walk's units of it its cut ones only, queue offsets 9, 10,
+    # 11: putMessagePositionInfo appended the first (180, ahead) at 120, the others after it; the cut takes them back
+    # to 120, the reput from 700 appends the last two from there: 140 -> 120
+    c = _cut([9, 10, 11], 700, (600, 700, 800), on_disk={("T0", 0): (450, True, 120, True)})
+    (move,) = c.moves
+    assert (move.source, move.target, move.count, move.blank_from) == (140, 120, 2, -1)
+    assert (c.restored, c.lost[("T0", 0)].tolist()) == (2, [600])
+    # their own queue offsets from the write position: the walk put them there, the reput from 600 puts all back
+    c = _cut([6, 7, 8], 600, (600, 700, 800), on_disk={("T0", 0): (450, True, 120, True)})
+    assert (c.moves, c.restored, dict(c.lost)) == ((), 3, {})
+    # a queue offset * 20 below the files' write position: the walk dropped it (Build consume queue repeatedly)
+    with pytest.raises(UnsupportedConfigError) as e:
+        _cut([4, 5, 6], 700, (600, 700, 800), on_disk={("T0", 0): (450, True, 120, True)})
+    assert "\n" not in str(e.value) and "below the write position" in str(e.value)
+    # every file of it deleted by the cut: where the walk began is not read
+    with pytest.raises(UnsupportedConfigError) as e:
+        _cut([9, 10, 11], 700, (600, 700, 800), on_disk={("T0", 0): (500, False, 0, True)})
+    assert "\n" not in str(e.value) and "every file of it deleted" in str(e.value)
