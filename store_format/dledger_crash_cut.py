@@ -109,7 +109,6 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .consumequeue_recovery import no_file_max
 from .dledger_crash_cut_reput import (
     ExtAgain,
     QueueMove,
@@ -302,7 +301,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                    reset_emptied, past.after, on_disk, tags, ext_held, ext_earlier)
     back = put_back_units(run, walk, cut, past, placed)
     ext_again = reput_ext_units(run, back.put_back, walk_end, back.placed)
-    reset = sorted(track.names[q] for q, v in cut.max_after.items() if reset_emptied and v == process_offset)
+    reset = sorted(track.names[q] for q, v in cut.max_after.items() if cut.table_max(q, reset_emptied) != v)
     return QueueCut(reput, tuple(sorted(back.dropped)), back.lost, back.restored, tuple(back.moves),
                     tuple(sorted(back.batch_dropped)), ext_again, inside_from, inside_records, tuple(reset),
                     back.placed, held_emptied=frozenset(name for name, c in (on_disk or {}).items() if not c[1]),
@@ -314,9 +313,7 @@ def recheck_reput_offset(cut: TruncatedQueues, process_offset: int, min_offset: 
     largest ``getMaxPhysicOffset`` over the queues as the cut left them, at least the commitlog's min offset (and 0);
     5.5.1's ``recoverTopicQueueTable`` (``ConsumeQueue.correctMinOffset``) has set the max of a queue left with no file
     to -1 before (``reset_emptied``), 5.3.3 keeps ``processOffset`` there."""
-    return max(cut.top, *(no_file_max(v, resets=reset_emptied) if v == process_offset else v
-                          for v in cut.max_after.values()),
-               min_offset, 0)
+    return max(cut.top, *(cut.table_max(q, reset_emptied) for q in cut.max_after), min_offset, 0)
 
 
 def _inside_hand_off(track: QueueTrack, cut: TruncatedQueues, reput: int, process_offset: int, end: int,

@@ -167,7 +167,7 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
     (``placed.whole``); a queue holding a record's own units and light ones replayed whole (:func:`_disk_mixed_whole`,
     :func:`_mixed_whole`) or refused."""
     track, reput, end, process_offset = run.track, run.reput, run.end, run.process_offset
-    per_queue, mixed_dropped, kept, max_after = cut.per_queue, cut.mixed_dropped, cut.kept, cut.max_after
+    per_queue, mixed_dropped, max_after = cut.per_queue, cut.mixed_dropped, cut.max_after
     own, zero_from = past.own, past.zero_from
     dropped: list[tuple[str, int, int]] = []
     batch_dropped: list[tuple[str, int, int]] = []
@@ -233,7 +233,7 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         lost[name] = rows[:len(rows) - n, U_OFFSET]
         if n == 0:
             gone_from = first
-        elif not batch and q not in kept and max_after[q] == process_offset:   # the cut emptied the queue
+        elif cut.emptied(q):   # the cut emptied the queue
             # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank)
             source, target = int(pos[-n]), int(to[0])
             blank_from = target - target % size
@@ -302,7 +302,7 @@ def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarr
         raise cut_refusal(f"the queue {label} whose walk did not put its cut units one after the other from the first "
                           "one's queue offset (a queue offset of them below the write position, or the first one's not "
                           "right after the one before it)")
-    emptied = q not in cut.kept and cut.max_after.get(q) == run.process_offset
+    emptied = cut.emptied(q)
     write = held[2] if held is not None and held[1] else int(walk_pos[0])
     state = loaded_state(cut.max_after.get(q, -1), 0 if emptied else write, loaded=not emptied)
     at = np.full(len(rows), -1, dtype=np.int64)
@@ -348,18 +348,18 @@ def _mixed_whole(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, q: 
     rule with their own queue offsets, then its records past the walk's end with theirs (ext files or not; not on disk
     before the walk); refused otherwise."""
     track, process_offset, inside_from = run.track, run.process_offset, run.inside_from
-    after, kept, max_after = run.after, cut.kept, cut.max_after
+    after = run.after
     mine = after[after[:, U_QUEUE] == q] if after is not None else walk.units[:0]
     k = len(rows) - len(mine)   # its cut units (rows: those, then its records past the walk's end)
     w = mixed_put_back(track, q, rows[:k], again[:k], process_offset, run.cq_file_size, inside_from, run.tags,
                        walk.earlier.get(q), mine, run.ext_file_size if run.ext else 0,
-                       q not in kept and max_after.get(q) == process_offset, run.reset_emptied) \
+                       cut.emptied(q), run.reset_emptied) \
         if inside_from >= 0 and track.names[q] not in (run.on_disk or {}) and \
         (mine[:, U_OFFSET] == rows[k:, U_OFFSET]).all() and again[k:].all() else None
     if w is not None:
         return w
     label = "/".join(map(str, track.names[q]))
-    if run.ext and q not in kept and max_after.get(q) == process_offset:
+    if run.ext and cut.emptied(q):
         raise cut_refusal(f"the queue {label} holding a record's own units and light ones, with ext files, every "
                           "unit of which the cut took (no file left), whose cut units the reput puts back, only "
                           "the last ones")

@@ -15,6 +15,7 @@ import dataclasses
 
 import numpy as np
 
+from .consumequeue_recovery import no_file_max
 from .dledger_inside_mixed import OnDiskCut
 from .dledger_queue_track import (
     BLANK_MAX,
@@ -63,6 +64,24 @@ class TruncatedQueues:
     kept: set[int]
     top: int
     max_after: dict[int, int]
+
+    def batch(self, q: int) -> bool:
+        """Whether cut queue ``q`` is a batch consume queue (``BatchConsumeQueue``)."""
+        return bool(self.per_queue[q][0, U_KIND] == KIND_BATCH)
+
+    def no_file(self, q: int) -> bool:
+        """Whether the cut left queue ``q`` with no file (no unit below the offset, no ``fillPreBlank`` unit)."""
+        return q in self.max_after and self.max_after[q] != BLANK_MAX
+
+    def emptied(self, q: int) -> bool:
+        """Whether ``q`` is a consume queue (not a batch one) the cut left with no file."""
+        return self.no_file(q) and not self.batch(q)
+
+    def table_max(self, q: int, resets: bool) -> int:
+        """The max of queue ``q`` of ``max_after`` once ``recoverTopicQueueTable`` has run: a queue left with no file
+        by :func:`store_format.consumequeue_recovery.no_file_max` (``resets``: the line's ``no_file_resets_max``)."""
+        v = self.max_after[q]
+        return no_file_max(v, resets=resets, batch=self.batch(q)) if self.no_file(q) else v
 
 
 def walked_positions(track: QueueTrack, cq_file_size: int,

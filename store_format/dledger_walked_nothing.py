@@ -184,9 +184,9 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
     after = on_disk.max_after_cut(process_offset, {}) if truncates else {}
     # each queue's max and write position after the cut and recoverTopicQueueTable (a queue left with no file:
-    # no_file_max; a batch queue's max the cut set is processOffset - 1)
+    # no_file_max, a batch queue's, one of on_disk.batch_queues, kept)
     resets = no_file_resets_max(config.brokerVersion)
-    loaded = {n: (v if stays else no_file_max(v, resets=resets, batch=v != process_offset), w)
+    loaded = {n: (v if stays else no_file_max(v, resets=resets, batch=n in on_disk.batch_queues), w)
               for n, (v, stays, w, _d) in after.items()}
     inside_from = -1
     inside_records: tuple[tuple[int, int], ...] = ()

@@ -137,7 +137,7 @@ def holds_ext(u: np.ndarray) -> np.ndarray:
     return u["tagsCode"].astype(np.int64) <= EXT_MAX_ADDR
 
 
-def truncate_queue(state: QueueState, phy_offset: int, *, no_file_max_reset: bool = False) -> None:
+def truncate_queue(state: QueueState, phy_offset: int, *, no_file_max_reset: bool) -> None:
     """``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (``BatchConsumeQueue``'s for a batch queue) on
     one queue (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`), added to its report; a queue
     it leaves with no file gets the max ``recoverTopicQueueTable`` leaves it
