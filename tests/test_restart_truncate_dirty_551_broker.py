@@ -75,7 +75,7 @@ def _scenarios() -> list[dict]:
 SCENARIOS = {LINE: bh.bounded(_scenarios(), full_only=("-short", "-past-end", "-prepared"))}
 NAMES = [sc["name"] for sc in SCENARIOS[LINE]]
 _RUNS: dict[str, dict] = {}
-STORES = bh.Stores(SCENARIOS, "5.5.1 store(s) whose recovery's dispatch reaches the end or not", threads=None)
+STORES = bh.Stores(SCENARIOS, "5.5.1 store(s) whose recovery's dispatch reaches the end or not", threads=1)
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ def _scenario(line: str) -> dict:
 SCENARIOS = {line: [_scenario(line)] for line in LINES}
 NAMES = [sc["name"] for scs in SCENARIOS.values() for sc in scs]
 _RUNS: dict[str, dict] = {}
-STORES = bh.Stores(SCENARIOS, "store(s) whose restart's cut leaves a queue with no file", threads=None)
+STORES = bh.Stores(SCENARIOS, "store(s) whose restart's cut leaves a queue with no file", threads=1)
 
 
 @pytest.fixture
