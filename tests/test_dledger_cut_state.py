@@ -17,20 +17,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from store_format.dledger_crash_cut_state import WalkedPositions, truncate_dirty
+from store_format.dledger_crash_cut import recheck_reput_offset
+from store_format.dledger_crash_cut_state import TruncatedQueues, WalkedPositions, truncate_dirty
 from store_format.dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, QueueTrack
 
 CQ_FILE = 1000          # 50 units of 20 bytes a consume queue file
 PROCESS_OFFSET = 500
 
 
-def _truncated(rows: list[tuple[int, int, int, int, int]], names: list[tuple[str, int]]) -> dict[int, int]:
+def _cut(rows: list[tuple[int, int, int, int, int]], names: list[tuple[str, int]]) -> TruncatedQueues:
     track = QueueTrack()
     track.names, track.ids = names, {n: k for k, n in enumerate(names)}
     track._cur = [np.array(rows, dtype=np.int64)]
     units = track.last_file()
     walked = WalkedPositions(units, {}, {}, set(), set(), np.ones(len(units), dtype=bool))
-    return truncate_dirty(track, walked, PROCESS_OFFSET, CQ_FILE, None).max_after
+    return truncate_dirty(track, walked, PROCESS_OFFSET, CQ_FILE, None)
+
+
+def _truncated(rows: list[tuple[int, int, int, int, int]], names: list[tuple[str, int]]) -> dict[int, int]:
+    return _cut(rows, names).max_after
 
 
 def test_a_queue_opened_inside_a_file_keeps_its_fillpreblank_units_and_their_max() -> None:
@@ -46,6 +51,23 @@ def test_a_queue_opened_at_a_file_start_loses_that_file_and_keeps_process_offset
 
 def test_a_batch_queue_with_no_unit_below_keeps_process_offset_minus_one() -> None:
     assert _truncated([(600, 650, 0, 0, KIND_BATCH)], [("BT0", 0)]) == {0: PROCESS_OFFSET - 1}
+
+
+def test_recover_topic_queue_table_resets_only_a_consume_queue_left_with_no_file_on_5_5_1() -> None:
+    # T0/0 left fillPreBlank units (a file), T1/0 no file, BT0/0 (a batch queue) no file: 5.5.1's
+    # ConsumeQueue.correctMinOffset finds no last file of T1/0 and sets its max to -1; BatchConsumeQueue's never sets
+    # the max; 5.3.3 leaves every max as the cut set it (consumequeue_recovery.no_file_max)
+    cut = _cut([(600, 650, 0, 5, KIND_CQ), (610, 660, 1, 50, KIND_CQ), (620, 670, 2, 0, KIND_BATCH)],
+               [("T0", 0), ("T1", 0), ("BT0", 0)])
+    assert cut.max_after == {0: BLANK_MAX, 1: PROCESS_OFFSET, 2: PROCESS_OFFSET - 1}
+    assert [(cut.batch(q), cut.no_file(q), cut.emptied(q)) for q in range(3)] == \
+        [(False, False, False), (False, True, True), (True, True, False)]
+    assert [cut.table_max(q, True) for q in range(3)] == [BLANK_MAX, -1, PROCESS_OFFSET - 1]
+    assert [cut.table_max(q, False) for q in range(3)] == [BLANK_MAX, PROCESS_OFFSET, PROCESS_OFFSET - 1]
+    # doRecheckReputOffsetFromCq's start: the largest of those maxes
+    cut = _cut([(610, 660, 1, 50, KIND_CQ), (620, 670, 2, 0, KIND_BATCH)], [("T1", 0), ("BT0", 0)])
+    assert (recheck_reput_offset(cut, PROCESS_OFFSET, 0, True), recheck_reput_offset(cut, PROCESS_OFFSET, 0, False)) \
+        == (PROCESS_OFFSET - 1, PROCESS_OFFSET)
 
 
 def test_a_queue_with_a_unit_below_process_offset_is_not_given_a_max_here() -> None:
