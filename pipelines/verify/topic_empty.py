@@ -22,7 +22,6 @@ from store_format.empty_topic_restart import (
     refusal_reason,
     reopened_files,
     reput_again_queues,
-    second_reput_start,
     start_fails,
 )
 from store_format.store import StoreLocation
@@ -54,9 +53,10 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
     ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for):
     each queue the recovery's dispatch reopens (a :class:`QueueRestart` ``/<queueId>``: units put, units on disk
     overwritten, in ``p``'s totals too) and a note line; where the start is not modelled
-    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog; ``table_max`` None: a 4.9.x
-    ``truncateDirtyLogicFiles`` deleting a topic "" file, :func:`store_format.empty_topic_restart.table_max_49`, whose
-    max ``p.reput_from`` took otherwise) the note says so."""
+    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog; ``table_max`` None:
+    ``truncateDirtyLogicFiles`` deleting a topic "" file,
+    :func:`store_format.empty_topic_restart.table_max_beside_own`, whose max the reput set from the whole queue table
+    took otherwise) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
     # a second reput (5.x, recheckReputOffsetFromCq) is decided once the recovery's units are known, below
     why = refusal_reason(config, again=0) if recovery is not None else "over a DLedger commitlog"
@@ -80,10 +80,11 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
                        "walk's (not modelled)")
         return
     if config.is_5x and config.recheckReputOffsetFromCq:   # doRecheckReputOffsetFromCq, topic "" queues reopened
-        # at or past the loaded queues' max (recoverNormally) or the min offset, and the reopened topic "" queues' max
-        again_from = second_reput_start(max(p.commitlog_min_offset, -1 if abnormal else first - 1, 0), units, sizes)
+        # from the whole queue table's max after the recovery (pipelines.verify.restart.predict_restart:
+        # store_format.empty_topic_restart.reput_start_over_table), the empty-name records from there on again
+        again_from = p.second_reput_from
         later = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, again_from - 1)[0] \
-            if again_from >= recovery.dispatch_from else None
+            if again_from is not None and again_from >= recovery.dispatch_from else None
         why = refusal_reason(config, again=None if later is None else len(later))
         if why:
             _not_predicted(p, files, why)
