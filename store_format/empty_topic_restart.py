@@ -63,7 +63,9 @@ queue folders; 4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too) and test
 ``recheckReputOffsetFromCq=true``, 5.5.1 and 5.3.3: the files and figures as without it) and
 tests/test_light_empty_recheck_restart_broker.py (``--as-restart`` with it over planted files, clean and after a
 crash, 5.5.1 and 5.3.3: byte for byte); tests/test_light_empty_reput_again_498_broker.py (4.9.8: the own queues' max
-before a walked empty-name record, the table's past it, clean and after a crash).
+before a walked empty-name record, the table's past it, clean and after a crash);
+tests/test_light_empty_reput_again_5x_broker.py (the same stores on 5.5.1 and 5.3.3 with the second reput: its start
+the table's max, 5.5.1's file-name queues at -1, its clean start dispatching R again).
 """
 from __future__ import annotations
 
