@@ -82,7 +82,7 @@ from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResu
 
 __all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
            "over_held", "refusal_reason", "restart_refusal", "reput_again_queues", "reput_start_over_table",
-           "start_fails",
+           "opened_afresh", "start_fails",
            "empty_name_units", "reopened_files", "table_max_beside_own", "JAVA_INT_MAX"]
 
 JAVA_INT_MAX = 2**31 - 1   # Integer.MAX_VALUE: the largest file name Integer.parseInt reads as a queue id
@@ -238,6 +238,16 @@ def reput_start_over_table(own_max: int, beside_max: int | None, commitlog_min: 
     (``beside_max``, :func:`table_max_beside_own`; None, not modelled, counts as none), at least the commitlog's min
     offset and 0."""
     return max(own_max, -1 if beside_max is None else beside_max, commitlog_min, 0)
+
+
+def opened_afresh(recovered: list[tuple[int, int, int]], again: list[tuple[int, int, int]]) -> bool:
+    """Whether a second reput's empty-name units ``again`` (:func:`empty_name_units` from its start) go only to topic
+    "" queues the recovery's dispatch (``recovered``) did not open: the second reput then creates each afresh
+    (``findOrCreateConsumeQueue``: no file, write position 0) and puts to it over the held files as the recovery's
+    dispatch would (:func:`reopened_files`, :func:`over_held`; the 5.5.1 broker after a clean start whose truncate
+    left the own queues' max at a queued request).  A queue the recovery opened has the write position its
+    ``truncateDirtyLogicFiles`` read past the written bytes: not modelled."""
+    return not {q for _, q, _ in recovered} & {q for _, q, _ in again}
 
 
 def start_fails(written: dict[int, dict[int, bytes]], config: BrokerConfig) -> str:
