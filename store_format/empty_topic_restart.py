@@ -25,12 +25,16 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   is one the dispatch wrote (below the cut), so no file is deleted and no byte changes; on 5.x nothing is put to it
   afterwards (the start's reput begins at the commitlog's end: ``CommitLog.getConfirmOffset``, its max offset).  A
   second reput (``recheckReputOffsetFromCq``, ``DefaultMessageStore.doRecheckReputOffsetFromCq``) starts at the
-  queue table's largest max after the recovery, the reopened topic "" queues among them (:func:`second_reput_start`):
-  where the recovery dispatched to the commitlog's end it finds no empty-name record there and changes nothing (every
-  such record is queued: its own topic's unit ends where its topic "" unit does).  ``verify`` bounds that start from
-  below (:func:`second_reput_start`); ``--as-restart`` (the queues deleted, the recovery's own all there is) has it
-  exactly, ``RecoveryPlan.restart_reput_from``.  One that does dispatch such a record again puts after a write
-  position that walk may have moved past the written bytes over the store's own: not modelled
+  queue table's largest max after the recovery (:func:`reput_start_over_table`): the own queues' (after the
+  truncate, which may lower them below an empty-name record the recovery found queued) and the others'
+  (:func:`table_max_beside_own`): the topic "" queues the recovery's dispatch opened and, on 5.3.3 only, the queues
+  the load made of the held files' names, whose max a truncate sets to the commitlog's end (5.5.1's
+  ``correctMinOffset`` sets a queue with no file back to -1 before that reput).  So on 5.5.1 a clean start whose
+  truncate lowered the own queues' max below a queued empty-name record the recovery did not dispatch has its second
+  reput dispatch it again (the 5.5.1 broker: topic "" queue 0 opened afresh over its held file; 5.3.3 and 4.9.8
+  start past it).  ``verify`` takes that start from the own queues it predicts; ``--as-restart`` (the queues deleted:
+  no truncate, the recovery's own queues and its topic "" ones all there is) has it as
+  ``RecoveryPlan.restart_reput_from``.  One that does dispatch such a record again is not modelled
   (:func:`restart_refusal`; ``--as-restart`` over held files: :func:`reput_again_queues`).
 * 5.3.3: the same start (``loadConsumeQueues`` walks the folders as 5.5.1's; ``recoverNormally`` dispatches the
   records past ``getMaxPhyOffsetInConsumeQueue``, ``recoverAbnormally``'s walk every record from its first data file;
@@ -39,7 +43,8 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   so fails the start (:func:`start_fails`).
 * 4.9.8: ``recoverNormally`` dispatches nothing, the start's reput from the queues' max physical offset on (that
   record included) reopens the queue the same way; after ``recoverAbnormally``'s walk that reput dispatches again
-  the records from the queues' max on.  That max is over the whole queue table (:func:`table_max_49`): besides the
+  the records from the queues' max on.  That max is over the whole queue table (:func:`reput_start_over_table`,
+  :func:`table_max_beside_own`): besides the
   own queues, the topic "" queues the walk opened (the end of the last unit each put, or, where the recovery's
   ``truncateDirtyLogicFiles`` ran, of the run it reads from the last file's start over the held bytes) and the
   queues ``loadConsumeQueue`` made of the held files' names (topic "<queueId>", no file: that truncate leaves their
@@ -58,7 +63,9 @@ queue folders; 4.9.8 with ``PIPELINES_FULL_SUITE=1``, a crash walk too) and test
 ``recheckReputOffsetFromCq=true``, 5.5.1 and 5.3.3: the files and figures as without it) and
 tests/test_light_empty_recheck_restart_broker.py (``--as-restart`` with it over planted files, clean and after a
 crash, 5.5.1 and 5.3.3: byte for byte); tests/test_light_empty_reput_again_498_broker.py (4.9.8: the own queues' max
-before a walked empty-name record, the table's past it, clean and after a crash).
+before a walked empty-name record, the table's past it, clean and after a crash);
+tests/test_light_empty_reput_again_5x_broker.py (the same stores on 5.5.1 and 5.3.3 with the second reput: its start
+the table's max, 5.5.1's file-name queues at -1, its clean start dispatching R again).
 """
 from __future__ import annotations
 
@@ -68,14 +75,15 @@ import pyarrow.fs as pafs
 from . import commitlog as cl
 from .config import BrokerConfig
 from .consumequeue import Q_BLANK_UNTIL, Q_FIRST_FILE, Q_LAST_FILE, assign_positions, build_cq_file, new_states
-from .consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails
+from .consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails, no_file_max, no_file_resets_max
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
 __all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
-           "over_held", "refusal_reason", "restart_refusal", "reput_again_queues", "second_reput_start", "start_fails",
-           "empty_name_units", "reopened_files", "table_max_49", "JAVA_INT_MAX"]
+           "over_held", "refusal_reason", "restart_refusal", "reput_again_queues", "reput_start_over_table",
+           "opened_afresh", "start_fails",
+           "empty_name_units", "reopened_files", "table_max_beside_own", "JAVA_INT_MAX"]
 
 JAVA_INT_MAX = 2**31 - 1   # Integer.MAX_VALUE: the largest file name Integer.parseInt reads as a queue id
 
@@ -123,7 +131,7 @@ def refusal_reason(config: BrokerConfig, again: int | None = None) -> str:
     """Why a restart over empty-name records on file consume queues is not predicted, the reason alone (empty: it
     is): only file stores of a known broker line (the brokers checked: 5.5.1, 5.3.3 and 4.9.8) not over a DLedger
     commitlog are; on 5.x with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record:
-    ``again`` is how many units of empty-name records lie at or past where it starts (:func:`second_reput_start`),
+    ``again`` is how many units of empty-name records lie at or past where it starts (:func:`reput_start_over_table`),
     None when not known."""
     if config.brokerVersion not in ("5.5", "5", "4"):
         return "with the broker line not known (brokerVersion auto: give --broker-version)"
@@ -152,12 +160,12 @@ def reput_again_queues(store: StoreLocation, config: BrokerConfig, *, walk_from:
                        end: int) -> list[int]:
     """The topic "" queues whose empty-name records the start's reput dispatches again after ``recoverAbnormally``'s
     walk (from ``walk_from`` to ``end``): 4.9.x ``DefaultMessageStore.start`` reputs from the queue table's max
-    physical offset (``verify``: the own queues' and :func:`table_max_49`'s; ``--as-restart``, the queues deleted:
+    physical offset (``verify``: :func:`reput_start_over_table`; ``--as-restart``, the queues deleted:
     the plan's, past the last queued record), ``reput_first`` the first record it dispatches (``end`` or past: none);
     each such record lands on a queue whose write position ``truncateDirtyLogicFiles`` set from the bytes on disk
     past the walk's, which is not modelled (empty: no such record, the walk's writes stand).  With the table's max
-    that leaves held files whose names ``Integer.parseInt`` reads none of (:func:`table_max_49`).  5.x's second
-    reput: :func:`second_reput_start` for ``verify``; ``--as-restart`` calls this with the plan's start of it
+    that leaves held files whose names ``Integer.parseInt`` reads none of (:func:`table_max_beside_own`).  5.x's
+    second reput: :func:`reput_start_over_table` for ``verify``; ``--as-restart`` calls this with the plan's start of it
     (``RecoveryPlan.restart_reput_from``)."""
     if reput_first >= end:
         return []
@@ -165,25 +173,28 @@ def reput_again_queues(store: StoreLocation, config: BrokerConfig, *, walk_from:
     return sorted({q for _, q, _ in again})
 
 
-def table_max_49(store: StoreLocation, config: BrokerConfig, *, walk_from: int, end: int, truncated: bool
-                 ) -> int | None:
-    """The largest ``getMaxPhysicOffset`` over the queues a 4.9.x load and recovery add to the queue table beside the
-    own ones, which ``DefaultMessageStore.start`` takes with theirs for the reput's start (-1: none such; None: not
-    modelled): ``recoverAbnormally``'s walk from ``walk_from`` to ``end`` (``walk_from`` = ``end``: no walk,
-    ``recoverNormally``) and, where ``truncated`` (the loaded queues' max at or past ``end``),
-    ``DefaultMessageStore.truncateDirtyLogicFiles(end)`` over every queue of the table.
+def table_max_beside_own(store: StoreLocation, config: BrokerConfig, *, walk_from: int, end: int, truncated: bool,
+                         above: int = -1) -> int | None:
+    """The largest ``getMaxPhysicOffset`` over the queues a load and recovery add to the queue table beside the own
+    ones, as the reput's start reads the table (:func:`reput_start_over_table`: 4.9.x ``DefaultMessageStore.start``,
+    5.x ``doRecheckReputOffsetFromCq``) (-1: none such; None: not modelled): the recovery's dispatch from
+    ``walk_from`` to ``end`` (``recoverAbnormally``'s walk; 5.x ``recoverNormally``'s, the records past ``above``,
+    the loaded queues' max; ``walk_from`` = ``end``: none, 4.9.x ``recoverNormally``) and, where ``truncated`` (the
+    loaded queues' max at or past ``end``), ``truncateDirtyLogicFiles(end)`` over every queue of the table.
 
-    * ``loadConsumeQueue`` makes topic "<queueId>" queue ``Integer.parseInt(name)`` of each held file
-      ``consumequeue/<queueId>/<name>`` (a name past ``Integer.MAX_VALUE`` is skipped); with no file in
-      ``consumequeue/<queueId>/<id>/`` it has none, and ``ConsumeQueue.truncateDirtyLogicFiles`` leaves its max at
-      ``end`` (not truncated: -1, never set).
-    * Each topic "" queue the walk opened (:func:`reopened_files`): ``putMessagePositionInfo`` sets its max to the end
-      of each unit it puts; truncated, ``truncateDirtyLogicFiles`` reads its last file from the start (the walk's
-      bytes over the held ones, :func:`over_held`): the first unit whatever it holds, then on while a unit has
-      offset >= 0, size > 0 and offset < ``end``, the max the end of the last one read (a blank:
-      ``Integer.MAX_VALUE``).  A first unit at or past ``end`` makes it delete that file (the walk left it no unit of
-      its own): None."""
-    if not config.enableMultiDispatch or config.is_5x:
+    * ``loadConsumeQueue`` (5.x ``ConsumeQueueStore.loadConsumeQueues``) makes topic "<queueId>" queue
+      ``Integer.parseInt(name)`` of each held file ``consumequeue/<queueId>/<name>`` (a name past
+      ``Integer.MAX_VALUE`` is skipped); with no file in ``consumequeue/<queueId>/<id>/`` it has none, and
+      ``ConsumeQueue.truncateDirtyLogicFiles`` leaves its max at ``end`` (not truncated: -1, never set), which
+      ``recoverTopicQueueTable`` keeps on 4.9.8 and 5.3.3 and sets back to -1 on 5.5.1
+      (:func:`store_format.consumequeue_recovery.no_file_max`): on 5.5.1 they count for nothing.
+    * Each topic "" queue the dispatch opened (:func:`reopened_files`): ``putMessagePositionInfo`` sets its max to
+      the end of each unit it puts; truncated, ``truncateDirtyLogicFiles`` reads its last file from the start (the
+      dispatch's bytes over the held ones, :func:`over_held`): the first unit whatever it holds, then on while a unit
+      has offset >= 0, size > 0 and offset < ``end``, the max the end of the last one read (a blank:
+      ``Integer.MAX_VALUE``).  A first unit at or past ``end`` makes it delete that file (the dispatch left it no
+      unit of its own): None."""
+    if not config.enableMultiDispatch:
         return -1
     held = held_topic_empty_files(store)
     top = -1
@@ -191,8 +202,8 @@ def table_max_49(store: StoreLocation, config: BrokerConfig, *, walk_from: int, 
         folder, name = rel.split("/")[1:]
         if truncated and name.isdigit() and int(name) <= JAVA_INT_MAX and not store.fs.get_file_info(
                 pafs.FileSelector(f"{store.root}/consumequeue/{folder}/{int(name)}", allow_not_found=True)):
-            top = end
-    units, sizes = empty_name_units(store, config, walk_from, end) if walk_from < end else ([], {})
+            top = max(top, no_file_max(end, resets=no_file_resets_max(config.brokerVersion)))
+    units, sizes = empty_name_units(store, config, walk_from, end, above) if walk_from < end else ([], {})
     for qid, (files, put) in reopened_files(units, sizes, config.cq_file_size).items():
         if not put:
             continue
@@ -220,13 +231,23 @@ def _is_put(files: dict[int, bytes], at: int) -> bool:
     return False
 
 
-def second_reput_start(queues_max: int, units: list[tuple[int, int, int]], sizes: dict[int, tuple[int, int]]) -> int:
-    """Where ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (5.3.3 and 5.5.1) starts: the largest
-    ``getMaxPhysicOffset`` over the queue table after the recovery (at least the commitlog's min offset), or no
-    later: ``queues_max`` (a bound below the own queues' max: the loaded queues' max before ``recoverNormally``'s
-    dispatch, which only raises it, or the min offset), the topic "" queues the recovery's dispatch created (``units``,
-    :func:`empty_name_units`) among them: the end of the last record put to one."""
-    return max([queues_max, *(at + sizes[at][0] for at, _, _ in units)])
+def reput_start_over_table(own_max: int, beside_max: int | None, commitlog_min: int) -> int:
+    """Where a reput set from the whole queue table starts (4.9.x ``DefaultMessageStore.start``; 5.3.3 and 5.5.1
+    ``DefaultMessageStore.doRecheckReputOffsetFromCq``, with ``recheckReputOffsetFromCq=true``): the largest
+    ``getMaxPhysicOffset`` over the table after the recovery, the own queues' (``own_max``) and the others'
+    (``beside_max``, :func:`table_max_beside_own`; None, not modelled, counts as none), at least the commitlog's min
+    offset and 0."""
+    return max(own_max, -1 if beside_max is None else beside_max, commitlog_min, 0)
+
+
+def opened_afresh(recovered: list[tuple[int, int, int]], again: list[tuple[int, int, int]]) -> bool:
+    """Whether a second reput's empty-name units ``again`` (:func:`empty_name_units` from its start) go only to topic
+    "" queues the recovery's dispatch (``recovered``) did not open: the second reput then creates each afresh
+    (``findOrCreateConsumeQueue``: no file, write position 0) and puts to it over the held files as the recovery's
+    dispatch would (:func:`reopened_files`, :func:`over_held`; the 5.5.1 broker after a clean start whose truncate
+    left the own queues' max at a queued request).  A queue the recovery opened has the write position its
+    ``truncateDirtyLogicFiles`` read past the written bytes: not modelled."""
+    return not {q for _, q, _ in recovered} & {q for _, q, _ in again}
 
 
 def start_fails(written: dict[int, dict[int, bytes]], config: BrokerConfig) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dispatch import fix_malformed_text, queue_units
+from .empty_topic_restart import reput_start_over_table
 from .javahash import java_utf8_decode
 from .reput import next_reput_offset, resolve_broker_version
 from .rocksdb_cq import light_rows, light_unit_config, light_units_unmodelled
@@ -187,7 +188,10 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
         raise ValueError(f"a RocksDB consume queue store's recovery from an empty database starts at a segment's "
                          f"start, not at {checked_from} inside the segment at {segment_base}")
     queues = -1 if config.rocksdb_cq else accepted.max_physic_offset(batch_topics)
-    reput = max(queues, min_offset, 0)
+    # the queues deleted: nothing loaded reaches the commitlog's end, so no truncate, and the queues a load makes of
+    # topic ""'s held file names keep -1 on every line (table_max_beside_own, not truncated); the topic "" queues
+    # the walk opened end where their records' own units do
+    reput = reput_start_over_table(queues, -1, min_offset)
     if reput < checked_from and segment_base < checked_from < process_offset and start_on_record is not None \
             and accepted.last_indexed >= 0 and not start_on_record():
         # the walk's keys first, then the reput's from the last of them on

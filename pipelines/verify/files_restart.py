@@ -38,7 +38,7 @@ def predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared,
     ``CommitLog.recoverNormally``/``recoverAbnormally`` (or ``DLedgerCommitLog.recover``, or the crash plan's
     ``dledgerRecoverAbnormally``) ends the log, then ``DefaultMessageStore.recoverTopicQueueTable`` and the
     ``ReputMessageService`` from there.  ``table_max``: the 4.9.x queue table's max physical offset over the queues
-    beside the own ones (:func:`store_format.empty_topic_restart.table_max_49`)."""
+    beside the own ones (:func:`store_format.empty_topic_restart.table_max_beside_own`)."""
     # where the rebuild stops reading the log: DLedger's committed position (store_format.store._committed_segments)
     rebuilt_to = end_of_data(st, summary.data_end) if st.dledger is None or st.dledger.committed_pos < 0 \
         else min(st.dledger.committed_pos, end_of_data(st, summary.data_end))

@@ -168,8 +168,8 @@ class RestartPrediction:
     rocksdb_checkpoint_before: int | None = None
     rocksdb_checkpoint_after: int | None = None
     race_checkpoint_after: int | None = None
-    # recheckReputOffsetFromCq=true on a RocksDB store: where DefaultMessageStore.start's second reput starts
-    # (the commitlog's min offset; None: no second reput)
+    # recheckReputOffsetFromCq=true: where DefaultMessageStore.start's second reput starts (a RocksDB store: the
+    # commitlog's min offset; file queues: the whole queue table's max after the recovery; None: no second reput)
     second_reput_from: int | None = None
 
 

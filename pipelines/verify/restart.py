@@ -16,6 +16,7 @@ import numpy as np
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
 from store_format.consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails, no_file_resets_max
+from store_format.empty_topic_restart import reput_start_over_table
 
 from .report import QueueRestart, RestartPrediction
 from .restart_index import predict_index
@@ -90,7 +91,9 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
                        dledger_crash=dispatch_from is not None, moves_write_position=recovery_dispatches,
                        emptied=cut_emptied is not None and q.queue in cut_emptied)
     _parsed_only_queues(p, states, ext_parsed or {})
-    again = max(top, commitlog_min, 0) if second_reput else commitlog_end
+    # doRecheckReputOffsetFromCq: from the whole queue table's max, the queues beside the own ones too
+    again = reput_start_over_table(top, table_max, commitlog_min) if second_reput else commitlog_end
+    p.second_reput_from = again if second_reput else p.second_reput_from
     for s in states:
         q = s.restart
         if after_load is not None and q.queue in after_load:   # reported as the load left it: after the walk and cut
@@ -230,7 +233,8 @@ def _reput_start(p: RestartPrediction, states: list[QueueState], config: BrokerC
     * 4.9.x ``DefaultMessageStore.start``: the reput starts at max(commitlog min offset, max
       physical offset over the queues after truncation) and dispatches everything from there: the queue table's,
       ``table_max`` its queues beside the own ones (topic "" and those made of its files' names,
-      :func:`store_format.empty_topic_restart.table_max_49`);
+      :func:`store_format.empty_topic_restart.table_max_beside_own`; the start:
+      :func:`store_format.empty_topic_restart.reput_start_over_table`, as 5.x's second reput's);
     * 5.x ``CommitLog.recoverNormally`` dispatches, while it recovers, the records whose offset is
       strictly greater than the queues' max physical offset (computed before the truncation); the
       reput then starts at the commitlog's end (``recheckReputOffsetFromCq`` defaults to false).
@@ -255,7 +259,7 @@ def _reput_start(p: RestartPrediction, states: list[QueueState], config: BrokerC
         p.reput_from = p.commitlog_end
     else:
         after = max((s.restart.max_physic_offset for s in states), default=-1)
-        p.reput_from = max(after, table_max, commitlog_min, 0)
+        p.reput_from = reput_start_over_table(after, table_max, commitlog_min)
     first = p.reput_from if p.reput_from_inclusive else p.reput_from + 1
     p.tail_bytes = max(0, p.commitlog_end - max(first, commitlog_min))
     return first

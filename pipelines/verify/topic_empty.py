@@ -18,11 +18,11 @@ from store_format.empty_topic_restart import (
     empty_name_units,
     held_topic_empty_files,
     is_topic_empty_file,
+    opened_afresh,
     over_held,
     refusal_reason,
     reopened_files,
     reput_again_queues,
-    second_reput_start,
     start_fails,
 )
 from store_format.store import StoreLocation
@@ -54,9 +54,10 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
     ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for):
     each queue the recovery's dispatch reopens (a :class:`QueueRestart` ``/<queueId>``: units put, units on disk
     overwritten, in ``p``'s totals too) and a note line; where the start is not modelled
-    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog; ``table_max`` None: a 4.9.x
-    ``truncateDirtyLogicFiles`` deleting a topic "" file, :func:`store_format.empty_topic_restart.table_max_49`, whose
-    max ``p.reput_from`` took otherwise) the note says so."""
+    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog; ``table_max`` None:
+    ``truncateDirtyLogicFiles`` deleting a topic "" file,
+    :func:`store_format.empty_topic_restart.table_max_beside_own`, whose max the reput set from the whole queue table
+    took otherwise) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
     # a second reput (5.x, recheckReputOffsetFromCq) is decided once the recovery's units are known, below
     why = refusal_reason(config, again=0) if recovery is not None else "over a DLedger commitlog"
@@ -80,10 +81,13 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
                        "walk's (not modelled)")
         return
     if config.is_5x and config.recheckReputOffsetFromCq:   # doRecheckReputOffsetFromCq, topic "" queues reopened
-        # at or past the loaded queues' max (recoverNormally) or the min offset, and the reopened topic "" queues' max
-        again_from = second_reput_start(max(p.commitlog_min_offset, -1 if abnormal else first - 1, 0), units, sizes)
-        later = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, again_from - 1)[0] \
-            if again_from >= recovery.dispatch_from else None
+        # from the whole queue table's max after the recovery (pipelines.verify.restart.predict_restart:
+        # store_format.empty_topic_restart.reput_start_over_table), the empty-name records from there on again
+        again_from = p.second_reput_from
+        later, later_sizes = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, again_from - 1) \
+            if again_from is not None and again_from >= recovery.dispatch_from else (None, {})
+        if later and opened_afresh(units, later):   # queues the second reput creates: its puts as a dispatch's
+            units, sizes, later = units + later, {**sizes, **later_sizes}, []
         why = refusal_reason(config, again=None if later is None else len(later))
         if why:
             _not_predicted(p, files, why)
@@ -116,7 +120,8 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
         reopened.append(qid)
         names = ", ".join(cq_file_name(s) for s in files_written)
         q = QueueRestart(f"/{qid}", units_dispatched_again=put, units_lost=lost,
-                         note=f'topic "" (consumequeue/{qid}/, not loaded): the recovery\'s dispatch opens it afresh '
+                         note=f'topic "" (consumequeue/{qid}/, not loaded): the start\'s dispatch (the recovery\'s, or '
+                              f"a second reput's) opens it afresh "
                               f"over {names} (write position 0, fillPreBlank before a first unit of queue offset > "
                               f"0) and puts {put} unit(s); {lost} unit(s) on disk overwritten")
         p.queues.append(q)
@@ -126,6 +131,6 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
     p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} file(s)): a '
                    'start loads those folders as topics "<queueId>" (empty, nothing written), not as topic "", so no '
                    "recovery cuts them (units past the commitlog's end stay); "
-                   + (f"the recovery's dispatch reopens queue(s) {', '.join(map(str, reopened))} over their files, "
+                   + (f"the start's dispatch reopens queue(s) {', '.join(map(str, reopened))} over their files, "
                       f"{changed} file(s) then differing from the store's" if reopened else
                       "the recovery dispatches no such record: they stay byte for byte"))
