@@ -17,6 +17,7 @@ from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
 from store_format.consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails, no_file_resets_max
 from store_format.empty_topic_restart import reput_start_over_table
+from store_format.recovery_dispatch import recovery_dispatch
 
 from .report import QueueRestart, RestartPrediction
 from .restart_index import predict_index
@@ -103,8 +104,9 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
             q.load_failure = (f"its last consume queue file ({s.tail_files[-1][0]}) holds no unit after "
                               f"ConsumeQueue.recover: {CORRECT_MIN_OFFSET_533}")
             p.start_fails = True
+    held_again = _held_put_again(states, r, again, walked_units) if second_reput else {}
     for s in states:
-        _second_reput(s, r, again)
+        _second_reput(s, r, again, held_again.get(id(s), 0))
         why = (ext_not_predicted or {}).get(s.restart.queue)
         s.restart.ext_units_orphaned = 0 if why else ext_orphans(s)
         if why:
@@ -421,15 +423,49 @@ def _parsed_only_queues(p: RestartPrediction, states: list[QueueState], ext_pars
             p.queues.append(q)
 
 
-def _second_reput(s: QueueState, r: _Reput, again: int) -> None:
+def _held_put_again(states: list[QueueState], r: _Reput, again: int,
+                    walked_units: Callable[[int, int, set[str]], dict[str, np.ndarray]] | None) -> dict[int, int]:
+    """Per queue (``id`` of its state), the units it holds that ``doRecheckReputOffsetFromCq``'s second walk from
+    ``again`` appends again: ``ConsumeQueue.putMessagePositionInfo`` (:func:`store_format.recovery_dispatch.
+    recovery_dispatch`, the rule of :func:`store_format.consumequeue.assign_positions`) takes a unit whose end lies
+    past the queue's max, which ``truncateDirtyLogicFiles`` sets from its last file's first unit even when that unit
+    is zeros (max 0, below the units of the files before); a light unit whose request names queue offset 0
+    (``INNER_MULTI_QUEUE_OFFSET``, ``multiDispatchLmqQueue``) skips the "repeatedly" check and is appended at the
+    write position, an own one behind it is dropped.  Only the queues whose max lies below ``again`` while their
+    rebuilt files reach it, and which the first dispatch put nothing to (the state the second walk finds is then the
+    load's); ``walked_units`` (:func:`store_format.restart_reput.walked_file_queue_units`) gives each unit's queue
+    offset as the request names it."""
+    cands = [s for s in states if walked_units is not None and s.loaded and s.restart.layout != BCQ_DIR
+             and s.restart.max_physic_offset < again and not s.restart.units_dispatched_again
+             and any(hi >= again for _name, _lo, hi, _n in s.expected_files)]
+    if not cands or again >= r.end:
+        return {}
+    assert walked_units is not None
+    walked = walked_units(again, r.end, {s.restart.queue for s in cands})
+    out = {}
+    for s in cands:
+        w, q = walked.get(s.restart.queue), s.restart
+        if w is None or not len(w):
+            continue
+        rules = queue_rules(q.layout)
+        d = recovery_dispatch(w[:, 0], w[:, 1], w[:, 2] * rules.unit_size, start=again, end=r.end,
+                              max_physic=q.max_physic_offset, write_position=q.write_position,
+                              unit_size=rules.unit_size, batch=False, loaded=s.loaded)
+        out[id(s)] = int((d.appended & ~np.isin(w[:, 0], s.missing_offsets)).sum())
+    return out
+
+
+def _second_reput(s: QueueState, r: _Reput, again: int, held_again: int = 0) -> None:
     """The units one queue still lacks outside ``r``: those from ``again`` on to the commitlog's end the start's
     second walk appends, the others lost.  ``again`` (``second_reput``, 5.x with ``recheckReputOffsetFromCq=true``):
     ``DefaultMessageStore.start`` then (``doRecheckReputOffsetFromCq``, 5.3.3 and 5.5.1) walks again from the largest
     ``getMaxPhysicOffset`` over the queues as the recovery's dispatch left them (a batch queue's: the start of its
     last unit), at least the commitlog's min offset: the units a queue still lacks from there on are appended (a
     record starting exactly at the queues' max, which the recovery's dispatch skips, is one); without it the
-    commitlog's end (none)."""
+    commitlog's end (none).  ``held_again``: the units it holds that the walk appends again
+    (:func:`_held_put_again`)."""
     q = s.restart
+    q.units_dispatched_again += held_again
     left = s.missing_offsets[~r.in_tail(s.missing_offsets)]
     later = (left >= again) & (left < r.end)   # the second reput appends them
     q.units_dispatched_again += int(later.sum())
