@@ -76,9 +76,9 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
     if again_queues:   # 4.9: after the walk the reput from the queues' max
         p.notes.append(f'topic "" queues {", ".join(map(str, again_queues))} not predicted past the load: after '
                        f"recoverAbnormally's walk the reput dispatches their records again from {p.reput_from} (the "
-                       "queue table's max: no held file name Integer.parseInt reads, so no queue made of one), onto "
-                       "a queue whose write position truncateDirtyLogicFiles set from the bytes on disk past the "
-                       "walk's (not modelled)")
+                       "queue table's max, which neither a queue made of a held file name nor the walk's topic "
+                       "\"\" queue raises past them), onto a queue whose write position truncateDirtyLogicFiles set "
+                       "from the bytes on disk past the walk's (not modelled)")
         return
     if config.is_5x and config.recheckReputOffsetFromCq:   # doRecheckReputOffsetFromCq, topic "" queues reopened
         # from the whole queue table's max after the recovery (pipelines.verify.restart.predict_restart:
