@@ -90,9 +90,7 @@ def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     before = st.dledger.committed_pos
     plan = plan_rocksdb_dledger_restart(st, config, rec, st.broker_may_be_running())
-    progress.emit(f"[rebuild] as a restart: DLedger's recovery (walk from data file {rec.checked_from}) ends the log "
-                  f"at {rec.process_offset} ({rec.reason}); committed index {rec.committed_index}, position "
-                  f"{rec.committed_pos}")
+    _tell_recovery(rec, progress)
     walked = plan.walk_end if plan.walk_end >= 0 else rec.process_offset
     progress.emit("[rebuild] as a restart (storeType=defaultRocksDB, the database deleted: its max physical offset "
                   "0): " + (f"DLedgerCommitLog.dledgerRecoverAbnormally walks every data file from the first, "
@@ -123,15 +121,11 @@ def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
     kept = with_dledger_committed(st, rec.ledger_end_index, plan.end)
     first = plan.first
     if first >= plan.end or not kept.segments:
-        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
-        return kept, DLedgerRestart(rec, before, True, rocks=plan)
+        return read_nothing(kept), DLedgerRestart(rec, before, True, rocks=plan)
     if plan.jump is not None:   # the walk's pass, then the reput's (the last indexed record's keys again there)
         return jump_at(kept, *plan.jump, walked_from=plan.walk_from), DLedgerRestart(rec, before, False, rocks=plan)
-    segs = [seg for seg in kept.segments if seg.end > first]
-    segs[0] = dataclasses.replace(segs[0], start=max(first - segs[0].base, 0))
-    kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
-                               reindex=plan.reindex)
-    return kept, DLedgerRestart(rec, before, False, rocks=plan)
+    return dataclasses.replace(read_from(kept, first), reindex=plan.reindex), DLedgerRestart(rec, before, False,
+                                                                                             rocks=plan)
 
 
 def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, DLedgerRestart]:  # noqa: ANN001
