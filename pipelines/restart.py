@@ -8,9 +8,7 @@ import pyarrow.fs as pafs
 from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
-from store_format.consumequeue import cq_file_name
-from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
-from store_format.dledger_inside_units import Placed
+from store_format.dledger_crash import DLedgerCrash
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.dledger_rocksdb_restart import RocksDLedgerRestart, plan_rocksdb_dledger_restart
 from store_format.empty_request_held import HELD_FOLDERS
@@ -18,17 +16,18 @@ from store_format.empty_topic_restart import (
     is_topic_empty_file,
 )
 from store_format.errors import StoreError
-from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
+from store_format.recovery import RecoveryPlan, plan_recovery
 from store_format.store import (
     Segment,
     StoreLocation,
     jump_at,
-    pieces_at_refusals,
-    then_pieces,
+    read_from,
+    read_nothing,
     with_dledger_committed,
 )
 
 from .anomalies import at_offset
+from .restart_dledger_crash import crash_restart
 
 __all__ = ["as_restart", "inside_blanks", "led_dledger_store", "Restart", "DLedgerRestart"]
 
@@ -91,9 +90,7 @@ def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     before = st.dledger.committed_pos
     plan = plan_rocksdb_dledger_restart(st, config, rec, st.broker_may_be_running())
-    progress.emit(f"[rebuild] as a restart: DLedger's recovery (walk from data file {rec.checked_from}) ends the log "
-                  f"at {rec.process_offset} ({rec.reason}); committed index {rec.committed_index}, position "
-                  f"{rec.committed_pos}")
+    _tell_recovery(rec, progress)
     walked = plan.walk_end if plan.walk_end >= 0 else rec.process_offset
     progress.emit("[rebuild] as a restart (storeType=defaultRocksDB, the database deleted: its max physical offset "
                   "0): " + (f"DLedgerCommitLog.dledgerRecoverAbnormally walks every data file from the first, "
@@ -124,224 +121,76 @@ def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
     kept = with_dledger_committed(st, rec.ledger_end_index, plan.end)
     first = plan.first
     if first >= plan.end or not kept.segments:
-        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
-        return kept, DLedgerRestart(rec, before, True, rocks=plan)
+        return read_nothing(kept), DLedgerRestart(rec, before, True, rocks=plan)
     if plan.jump is not None:   # the walk's pass, then the reput's (the last indexed record's keys again there)
         return jump_at(kept, *plan.jump, walked_from=plan.walk_from), DLedgerRestart(rec, before, False, rocks=plan)
-    segs = [seg for seg in kept.segments if seg.end > first]
-    segs[0] = dataclasses.replace(segs[0], start=max(first - segs[0].base, 0))
-    kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
-                               reindex=plan.reindex)
-    return kept, DLedgerRestart(rec, before, False, rocks=plan)
+    return dataclasses.replace(read_from(kept, first), reindex=plan.reindex), DLedgerRestart(rec, before, False,
+                                                                                             rocks=plan)
 
 
 def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, DLedgerRestart]:  # noqa: ANN001
-    """A DLedger store as a restart's reput reads it: DLedger's recovery first (where the log ends and
-    what stays committed: :func:`store_format.dledger_recovery.recover_dledger`), then
-    ``DefaultMessageStore.start``: 4.9.8 dispatches from the commitlog's min offset up to the committed
-    position; 5.x starts at ``getConfirmOffset()``, the committed position itself, so nothing is
-    dispatched unless ``recheckReputOffsetFromCq=true`` moves it back to the min offset.  A 5.x abnormal
-    restart (``abort`` file): ``dledgerRecoverAbnormally`` dispatches every entry from the data file its
-    checks start at to the log's end, committed or not (:func:`store_format.dledger_crash.plan_dledger_crash`);
-    on 5.5.1 the queues it wrote may be cut (``truncateDirtyLogicFiles``): :func:`apply_cut` then
-    removes the files that cut deleted and nothing wrote again and moves the units put back in part, and
-    the start's reput may index the last indexed record again (``StoreLocation.reindex``)."""
+    """A DLedger store as a restart's reput reads it, in the order ``DLedgerCommitLog.recover`` runs: DLedger's
+    recovery first (``DLedgerMmapFileStore.recover``: where the log ends and what stays committed,
+    :func:`store_format.dledger_recovery.recover_dledger`), then a 5.x abnormal restart (``abort`` file) goes through
+    ``dledgerRecoverAbnormally``, ``truncateDirtyLogicFiles`` and the start's reput
+    (:func:`pipelines.restart_dledger_crash.crash_restart`), any other through ``DefaultMessageStore.start``'s reput
+    alone (:func:`_clean_restart`)."""
     assert st.dledger is not None
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     before = st.dledger.committed_pos
+    _tell_recovery(rec, progress)
+    if config.is_5x and st.broker_may_be_running():
+        kept, crash, nothing = crash_restart(st, config, rec, progress)
+        return kept, DLedgerRestart(rec, before, nothing, crash)
+    return _clean_restart(st, config, rec, before, progress)
+
+
+def _tell_recovery(rec: DLedgerRecovery, progress) -> None:  # noqa: ANN001
+    """``DLedgerMmapFileStore.recover``'s outcome: the data file its walk starts at, where it ends the log, and the
+    committed entry it leaves."""
     progress.emit(f"[rebuild] as a restart: DLedger's recovery (walk from data file {rec.checked_from}) ends the log "
                   f"at {rec.process_offset} ({rec.reason}); committed index {rec.committed_index}, position "
                   f"{rec.committed_pos}")
-    if config.is_5x and st.broker_may_be_running():
-        crash = plan_dledger_crash(st, config, rec, read_checkpoint(st))
-        if crash.walked_nothing:
-            progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message "
-                          f"check fails at the first entry of data file {crash.start_file} ({crash.reason}): it "
-                          "dispatches nothing, and the start's reput "
-                          + (f"dispatches every entry from {crash.reput_from} to {crash.end}"
-                             if crash.reput_from < crash.end else
-                             f"starts at the committed position {crash.reput_from}, the log's end: nothing")
-                          + (" (recheckReputOffsetFromCq=true: the queues are empty, so from the min offset)"
-                             if config.recheckReputOffsetFromCq else "")
-                          + (", the old commitlog files' records first (a store converted in place)"
-                             if crash.from_old_files else ""))
-            kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
-            if crash.reput_from >= crash.end:
-                kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0)
-                                                           for seg in kept.segments])
-            else:   # from the reput's start, inside its data file when it is the committed position
-                segs = [seg for seg in kept.segments if seg.end > crash.start_offset]
-                segs[0] = dataclasses.replace(segs[0], start=max(crash.start_offset - segs[0].base, 0))
-                kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i)
-                                                           for i, seg in enumerate(segs)])
-            return kept, DLedgerRestart(rec, before, crash.reput_from >= crash.end, crash)
-        if crash.walk_end >= 0:
-            progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message "
-                          f"check ends its walk at {crash.walk_end} ({crash.reason}), inside the log DLedger keeps; "
-                          f"the start's reput from {crash.reput_from} "
-                          + ("adds nothing (the log's end)" if crash.end <= crash.walk_end else
-                             f"dispatches the rest to {crash.end}" if crash.gap is None else
-                             f"dispatches from there to {crash.end}: the records from {crash.walk_end} to "
-                             f"{crash.reput_from} are never dispatched, and each queue appends the later ones at its "
-                             "write position")
-                          + (" (it walks the walk's records from there again before the rest: their ext units and "
-                             "the last indexed record's keys go before the rest's)" if crash.again else ""))
-        progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
-                      f"every entry from data file {crash.start_file} to {crash.end}, committed or not")
-        if crash.cut is not None:
-            c = crash.cut
-            progress.emit(f"[rebuild] as a restart after a crash: truncateDirtyLogicFiles cuts the queues at the "
-                          f"recovery's processOffset {crash.process_offset} (its last file's message sizes, without "
-                          f"the entry headers); the start's reput from {c.reput} puts back {c.restored} unit(s), "
-                          f"{c.lost_units} stay cut or dropped (past their queue's write position, overwritten, or at "
-                          f"or below its max once parsed units went before them) and "
-                          f"{len(c.dropped) + len(c.batch_dropped)} queue file(s) stay deleted"
-                          + (f"; in {len(c.moves)} queue(s) it puts back only the last cut units, appended at the "
-                             "write position over the others (putMessagePositionInfo)" if c.moves else ""))
-        if crash.cut is not None and crash.cut.inside_from >= 0:
-            at = crash.cut.inside_from
-            progress.emit(f"[rebuild] as a restart after a crash: doRecheckReputOffsetFromCq sets the reput at {at} ("
-                          + ("processOffset" if at == crash.process_offset else
-                             "processOffset - 1, where a batch queue the cut emptied leaves its max"
-                             if at == crash.process_offset - 1 else
-                             "where a queue the cut left with fillPreBlank units only leaves its max")
-                          + ("), inside an old commitlog file (a store converted in place: CommitLog.getData gives its "
-                             "bytes to the file's end)" if any(not seg.dledger and seg.base <= at < seg.end
-                                                              for seg in st.segments) else "), inside an entry")
-                          + (f": DLedgerCommitLog's message check there parses {len(crash.cut.inside_records)} "
-                             f"message(s) ("
-                             + ', '.join(f'{a} to {b}' if b > a else f'a blank at {a}, its empty request to topic "" '
-                                         'queue 0' for a, b in crash.cut.inside_records)
-                             + "), which it dispatches after the walk's records, then"
-                             if crash.cut.inside_records else ": DLedgerCommitLog's message check there")
-                          + f" sends it on to {crash.cut.reput} "
-                          "(ReputMessageService.doReput)"
-                          + (", from where it walks the records again (their units dropped or the cut ones put "
-                             "back, their keys unless below the index's endPhyOffset)"
-                             if crash.cut.inside_records and crash.start_offset <= crash.cut.reput < crash.end
-                             and crash.cut.reput != crash.walk_end else
-                             ", the entry where the walk ended, from where it dispatches the damaged message and the "
-                             "rest (the cut units before it stay cut)" if crash.cut.inside_records
-                             and crash.cut.reput == crash.walk_end else ""))
-        placed = crash.cut.inside_placed if crash.cut is not None else Placed()
-        if placed.units:
-            progress.emit("[rebuild] as a restart after a crash: of the messages its check parses there, "
-                          f"{len(placed.units)} unit(s) go to queues the walk wrote, at the write positions "
-                          "the cut left (putMessagePositionInfo, whatever their queue offsets): "
-                          + ", ".join(f"{u.topic}/{u.queue_id} at {u.position}" for u in placed.units))
-        if placed.whole:
-            progress.emit("[rebuild] as a restart after a crash: the queues the walk wrote that the reput touches, "
-                          "replayed from the files the cut leaves (putMessagePositionInfo in reput order: the parsed "
-                          "units, the cut units dispatched again, the records past the walk's end): "
-                          + ", ".join(f"{w.topic}/{w.queue_id} ({len(w.units) + len(w.copies)} unit(s) appended, "
-                                      f"{len(w.opened)} file(s) created)" for w in placed.whole))
-        if placed.opened:
-            progress.emit("[rebuild] as a restart after a crash: for those messages getLastMappedFile creates "
-                          + ", ".join(f"{t}/{q}/{cq_file_name(f)}" for t, q, f in placed.opened)
-                          + " (a write position at a file's start, or a queue the cut left with no file: "
-                          "fillPreBlank units first; zeros but for the units put there, also when the unit is then "
-                          "dropped)")
-        progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
-                      + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
-                      + ("; it puts an ext unit again for each record of an ext queue from there (ConsumeQueueExt.put "
-                         "before the unit is dropped or put)" if crash.ext_again and crash.before else
-                         f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "
-                         "ext queue (ConsumeQueueExt.put before the unit is dropped or put back)"
-                         if crash.ext_again else ""))
-        if crash.cut is not None and crash.cut.before_placed.units:
-            progress.emit("[rebuild] as a restart after a crash: a queue the cut left fillPreBlank units only appends "
-                          "a record of queue offset 0 before the walk's data file (putMessagePositionInfo: no queue "
-                          "offset check), then the walk's units by the same rule: "
-                          + ", ".join(f"{u.topic}/{u.queue_id} at {u.position}" for u in crash.cut.before_placed.units))
-        reset = crash.cut.reset if crash.cut is not None and crash.before else ()
-        if crash.before:
-            progress.emit(f"[rebuild] as a restart after a crash: the start's reput from {crash.reput_from}, before "
-                          f"data file {crash.start_file}, walks the earlier files' records, then the walk's ones again "
-                          "(their units dropped: putMessagePositionInfo)"
-                          + ("; it goes on in the old commitlog files, the base CommitLog's records (a store converted "
-                             "in place: from inside an earlier old file)"
-                             if crash.drops_before and crash.from_old_files else
-                             "; it begins in the old commitlog files (a store converted in place: "
-                             "recheckReputOffsetFromCq=true finds every queue empty, the walk having queued nothing "
-                             "or the cut having left no queue file, so from the min offset)"
-                             if crash.from_old_files else "")
-                          + (f"; {', '.join(f'{t}/{q}' for t, q in crash.drops_before)} drop every record before "
-                             "the walk's data file (queue offsets below the write position: putMessagePositionInfo)"
-                             + (", but the ones appended above" if crash.cut and crash.cut.before_placed.units else "")
-                             if crash.drops_before else "")
-                          + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
-                             "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
-        for at, recs in crash.old_parsed:
-            progress.emit(f"[rebuild] as a restart after a crash: the start's reput's check refuses the record at {at} "
-                          "in an old commitlog file and, 48 bytes further (DLedgerCommitLog.checkMessageAndReturnSize),"
-                          f" parses {len(recs)} record(s) ("
-                          + ", ".join(f"{a} to {b}" if b > a else f"a blank at {a}, its empty request" for a, b in recs)
-                          + "), which it dispatches before it goes on at the next file")
-        kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
-        runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
-        if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
-            assert crash.jump is not None
-            kept = jump_at(dataclasses.replace(kept, reindex=-1), *crash.jump, walked_from=crash.start_offset)
-            # the reput's pass: the segments after the one the walk's pass goes on from
-            reput_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
-            if runs:   # first the messages its check parses where it was set (a blank's empty request: inside_blanks)
-                kept = then_pieces(kept, runs, st.segments, after=reput_pass - 1)
-            if crash.old_parsed:   # an old file's refused record, the records parsed 48 bytes further, the next file
-                kept = pieces_at_refusals(kept, crash.old_parsed, st.segments, reput_pass + len(runs))
-            if reset:   # from the reput's first piece on, the parsed messages' if any
-                kept = dataclasses.replace(kept, queue_reset=reset, reset_from=reput_pass)
-            return kept, DLedgerRestart(rec, before, False, crash)
-        segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
-        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
-                                   reindex=crash.reindex)
-        if crash.jump is not None:   # the reput's records read where it reads them (the walk's again: its keys, ext)
-            kept = jump_at(dataclasses.replace(kept, reindex=-1) if crash.again else kept, *crash.jump)
-        if runs:   # the messages its check parses where it was set (a blank's empty request: inside_blanks), then the
-            # records from where it goes on again when that is inside the walk's range (their keys as the index
-            # takes them after those messages', not StoreLocation.reindex)
-            assert crash.cut is not None
-            if crash.jump is not None:   # after a walk that ended early (crash.again, going on at its end or past
-                # it: crash.gap): between the walk's pass and the reput's, which jump_at sent on from walk_end to where
-                # it goes on
-                assert crash.cut.reput == crash.reput_from, crash
-                walk_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0)
-                return then_pieces(kept, runs, st.segments, after=walk_pass), DLedgerRestart(rec, before, False, crash)
-            again = crash.cut.reput if crash.start_offset <= crash.cut.reput < crash.end else -1
-            kept = then_pieces(dataclasses.replace(kept, reindex=-1) if again >= 0 else kept, runs, st.segments,
-                               then=again)
-        return kept, DLedgerRestart(rec, before, False, crash)
-    # a clean restart: the reput reads up to the committed position (DLedgerCommitLog.getData), which a group of one
-    # moves to the log's end once the node leads (QuorumAckChecker: its own end index is the quorum's)
+
+
+def _clean_restart(st: StoreLocation, config: BrokerConfig, rec: DLedgerRecovery, before: int,
+                   progress) -> tuple[StoreLocation, DLedgerRestart]:  # noqa: ANN001
+    """A restart without ``dledgerRecoverAbnormally`` (a clean shutdown, or any 4.9.8 start): the reput of
+    ``DefaultMessageStore.start`` from :func:`_reput_start` reads up to the committed position
+    (``DLedgerCommitLog.getData``), which a group of one moves to the log's end once the node leads
+    (``QuorumAckChecker``: its own end index is the quorum's)."""
     end = rec.process_offset
     kept = with_dledger_committed(st, rec.ledger_end_index, end)
     if not kept.segments:
         raise StoreError(f"{st.uri}: a restart keeps no commitlog data (DLedger's recovery leaves no entry "
                          f"and there is no old commitlog)")
     behind = rec.committed_pos < end
-    if config.is_5x and not config.recheckReputOffsetFromCq:   # getConfirmOffset: the committed position
-        reput = rec.committed_pos if rec.committed_pos > 0 else \
-            next((seg.base for seg in kept.segments if seg.dledger), end)
-    else:   # 4.9.8 start() / doRecheckReputOffsetFromCq: no queue left, so the commitlog's min offset
-        reput = kept.segments[0].base
+    reput = _reput_start(kept, config, rec, end)
     leads = (" once the node leads (a group of one commits the entries past committed index "
              f"{rec.committed_index}, position {rec.committed_pos}, and DLedgerCommitLog.getData serves the reput up "
              "to the committed position; a multi-node group may truncate them instead)" if behind else "")
-    nothing = reput >= end
-    if nothing:
+    if reput >= end:
         progress.emit("[rebuild] as a restart: a 5.x DLedger broker starts its reput at the committed position "
                       f"{reput} (getConfirmOffset), the log's end, so its restart writes no consume queue or index "
                       "file; recheckReputOffsetFromCq=true makes it dispatch from the commitlog's min offset")
-        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
-        return kept, DLedgerRestart(rec, before, True)
+        return read_nothing(kept), DLedgerRestart(rec, before, True)
     progress.emit(f"[rebuild] as a restart: the start's reput from {reput} "
                   + ("(the committed position: getConfirmOffset, 5.x without recheckReputOffsetFromCq) "
                      if config.is_5x and not config.recheckReputOffsetFromCq else "(the commitlog's min offset) ")
                   + f"to the log's end {end}{leads}")
     if reput > kept.segments[0].base:
-        segs = [seg for seg in kept.segments if seg.end > reput]
-        segs[0] = dataclasses.replace(segs[0], start=max(reput - segs[0].base, 0))
-        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)])
+        kept = read_from(kept, reput)
     return kept, DLedgerRestart(rec, before, False, leads=behind)
+
+
+def _reput_start(kept: StoreLocation, config: BrokerConfig, rec: DLedgerRecovery, end: int) -> int:
+    """Where ``DefaultMessageStore.start`` sets the reput of a restart with no queue left: 5.x without
+    ``recheckReputOffsetFromCq``, ``getConfirmOffset()``, the committed position (none yet: the first data file's
+    start); 4.9.8, or ``doRecheckReputOffsetFromCq`` finding no queue, the commitlog's min offset."""
+    if config.is_5x and not config.recheckReputOffsetFromCq:
+        return rec.committed_pos if rec.committed_pos > 0 else \
+            next((seg.base for seg in kept.segments if seg.dledger), end)
+    return kept.segments[0].base
 
 
 def led_dledger_store(st: StoreLocation, config: BrokerConfig) -> StoreLocation | None:

@@ -336,6 +336,20 @@ def load_config_for(config_uri: str | None, **overrides: object) -> BrokerConfig
     return load_broker_config(read_text(config_uri) if config_uri else None, **overrides)
 
 
+def read_from(st: StoreLocation, offset: int) -> StoreLocation:
+    """``st`` as a reput reads it that starts at ``offset`` (``ReputMessageService.setReputFromOffset``): the segments
+    that end after it, the first read from it, renumbered in reading order."""
+    segs = [seg for seg in st.segments if seg.end > offset]
+    segs[0] = dataclasses.replace(segs[0], start=max(offset - segs[0].base, 0))
+    return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)])
+
+
+def read_nothing(st: StoreLocation) -> StoreLocation:
+    """``st`` as a reput reads it that starts at the log's end (``ReputMessageService.isCommitLogAvailable`` false from
+    the start): every segment kept, none of its bytes readable, so nothing dispatched."""
+    return dataclasses.replace(st, segments=[dataclasses.replace(seg, readable=0) for seg in st.segments])
+
+
 def jump_at(st: StoreLocation, lo: int, hi: int, walked_from: int = -1) -> StoreLocation:
     """``st`` as a reput reads it that dispatches up to ``lo`` and goes on at ``hi`` (both record starts, ``lo``
     inside the data): the segment holding ``lo`` read up to it, the reput going on at ``hi``

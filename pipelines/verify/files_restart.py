@@ -34,31 +34,21 @@ class _Compared(Protocol):
 def predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared, summary: Any, *, clean: bool,
                            dledger: Any, crash: Any, recovery: Any, abnormal: bool, led: bool,
                            store_index: list, table_max: int = -1) -> RestartPrediction:
-    """The next start on the queue and index files (:func:`~.restart.predict_restart`): where
-    ``CommitLog.recoverNormally``/``recoverAbnormally`` (or ``DLedgerCommitLog.recover``, or the crash plan's
-    ``dledgerRecoverAbnormally``) ends the log, then ``DefaultMessageStore.recoverTopicQueueTable`` and the
-    ``ReputMessageService`` from there.  ``table_max``: the 4.9.x queue table's max physical offset over the queues
-    beside the own ones (:func:`store_format.empty_topic_restart.table_max_beside_own`)."""
-    # where the rebuild stops reading the log: DLedger's committed position (store_format.store._committed_segments)
-    rebuilt_to = end_of_data(st, summary.data_end) if st.dledger is None or st.dledger.committed_pos < 0 \
-        else min(st.dledger.committed_pos, end_of_data(st, summary.data_end))
-    ext_back, ext_refused = ext_reput_puts(crash, rebuilt_to, {
-        (t, int(q)): s.restart.max_physic_offset for s in c.states if s.restart.max_physic_offset >= 0
-        for t, q in [s.restart.queue.rsplit("/", 1)]}, {
-        (t, int(q)): s.restart.write_position for s in c.states if s.restart.max_physic_offset >= 0
-        for t, q in [s.restart.queue.rsplit("/", 1)]}) if crash is not None else ({}, {})
+    """The next start on the queue and index files (:func:`~.restart.predict_restart`), its inputs step by step in the
+    broker's order: where ``CommitLog.recoverNormally``/``recoverAbnormally``, ``DLedgerCommitLog.recover`` or the crash
+    plan's ``dledgerRecoverAbnormally`` ends the log (:func:`_recovered_end`), where ``DefaultMessageStore.start`` sets
+    the reput of a led DLedger store (:func:`_led_reput_at`), a 5.x DLedger crash restart's walk, cut and reput
+    (:func:`_crash_steps`), the messages a reput set inside a record parses first (:func:`_parsed_first`), then
+    ``DefaultMessageStore.recoverTopicQueueTable`` and the ``ReputMessageService`` from there.  ``table_max``: the
+    queue table's max physical offset over the queues beside the own ones, which a reput set from the whole table
+    reads (:func:`store_format.empty_topic_restart.table_max_beside_own`)."""
     walk_first = recovery if recovery is not None and recovery.walk_first >= 0 and crash is None else None
-    if crash is not None:
-        held_after_cut(crash, c.states)   # a queue on disk the reput appends to before the walk's data file
+    # before the prediction: the crash's steps read the queues as recover left them, then set the cut's state
+    crash_steps = _crash_steps(st, c, summary, crash) if crash is not None else _NO_CRASH
     return predict_restart(
         c.states, config=config, commitlog_min=st.segments[0].base,
-        commitlog_end=(reput_data_end(st, config, recovery) if recovery is not None else
-                       crash.end if crash is not None else dledger.process_offset if led and dledger is not None else
-                       end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
-                       else min(dledger.committed_pos, end_of_data(st, summary.data_end))),
-        reput_at=(dledger.committed_pos if dledger.committed_pos > 0 else
-                  next(seg.base for seg in st.segments if seg.dledger))
-        if led and dledger is not None and config.is_5x and not config.recheckReputOffsetFromCq else None,
+        commitlog_end=_recovered_end(st, config, summary, dledger=dledger, crash=crash, recovery=recovery, led=led),
+        reput_at=_led_reput_at(st, config, dledger, led),
         clean_shutdown=clean, store_index=store_index,
         expected_index=c.expected_index,
         checkpoint_index_ts=None if clean else checkpoint_index_ts(st.fs, st.root),
@@ -67,57 +57,130 @@ def predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared,
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
-        # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there;
-        # set at 2147483647 inside an old file or an earlier data file and gone on before the walk's data file,
-        # from there (drops_before)
-        dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before or crash.anew)
-                       else crash.start_offset)
-        if crash is not None else None,
-        cut_lost=cut_lost(crash, c.states, c.read_expected)
-        if crash is not None and crash.cut is not None else None,
-        cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
-        reindex_from=(crash.reindex if crash.again else crash.reput_from) if crash is not None and crash.reindex >= 0
-        else None,
-        abnormal_from=recovery.dispatch_from if recovery is not None and abnormal else None,
-        # the records the walk put ext units for that the reput walks again: from the walk's data file on at least
-        ext_again_from=max(crash.reput_from, crash.start_offset if crash.before else -1)
-        if crash is not None and crash.ext_again else None,
-        skip=crash.gap if crash is not None else None,
-        again_to=crash.walk_end if crash is not None and crash.again else None,
-        # the start's reput set inside an entry parses messages there (their keys), then walks on from reput_from
-        # (a 5.5.1 accelerated walk from inside a record, RecoveryPlan.walk_first: its keys, then the reput's)
-        parsed_keys=crash.inside_keys if crash is not None and (crash.cut is not None and crash.cut.inside_records
-                                                                or crash.old_parsed) else
-        walk_first.walk_keys if walk_first is not None else None,
-        parsed_then=crash.reput_from if crash is not None and crash.reput_from < crash.end else
+        abnormal_from=recovery.dispatch_from if recovery is not None and abnormal else None, table_max=table_max,
+        **_parsed_first(crash, walk_first), **crash_steps)
+
+
+def _read_to(st: StoreLocation, summary: Any, ledger: Any) -> int:
+    """Where a reading of the log stops: the end of its data, or a DLedger log's committed position
+    (``DLedgerCommitLog.getData``; ``ledger``: the store's DLedger log, or the recovery of it)."""
+    data_end = end_of_data(st, summary.data_end)
+    return data_end if ledger is None or ledger.committed_pos < 0 else min(ledger.committed_pos, data_end)
+
+
+def _recovered_end(st: StoreLocation, config: BrokerConfig, summary: Any, *, dledger: Any, crash: Any,
+                   recovery: Any, led: bool) -> int:
+    """Where the start's recovery ends the commitlog, nothing at or past it dispatched: ``CommitLog.recoverNormally``/
+    ``recoverAbnormally``'s cut as the reput reads it (:func:`store_format.restart_reput.reput_data_end`), a 5.x crash's
+    ``dledgerRecoverAbnormally`` (the log's end DLedger keeps), a led DLedger store's log end
+    (``DLedgerMmapFileStore.recover``), else the committed position ``DLedgerCommitLog.getData`` reads to."""
+    if recovery is not None:
+        return reput_data_end(st, config, recovery)
+    if crash is not None:
+        return crash.end
+    if led and dledger is not None:
+        return dledger.process_offset
+    return _read_to(st, summary, dledger)
+
+
+def _led_reput_at(st: StoreLocation, config: BrokerConfig, dledger: Any, led: bool) -> int | None:
+    """A led DLedger store's 5.x start without ``recheckReputOffsetFromCq``: ``DefaultMessageStore.start`` sets the
+    reput at ``getConfirmOffset()``, the committed position (none yet: the first data file's start); None otherwise."""
+    if not (led and dledger is not None and config.is_5x and not config.recheckReputOffsetFromCq):
+        return None
+    return dledger.committed_pos if dledger.committed_pos > 0 else next(seg.base for seg in st.segments if seg.dledger)
+
+
+def _parsed_first(crash: Any, walk_first: Any) -> dict[str, Any]:
+    """The start's reput set inside an entry (``doRecheckReputOffsetFromCq``) parses messages there (their keys), then
+    walks on from ``reput_from``; a 5.5.1 accelerated walk from inside a record (``RecoveryPlan.walk_first``,
+    ``CommitLog.recoverAbnormally``): its keys, then the reput's."""
+    parsed = crash is not None and (crash.cut is not None and crash.cut.inside_records or crash.old_parsed)
+    return {
+        "parsed_keys": crash.inside_keys if parsed else walk_first.walk_keys if walk_first is not None else None,
+        "parsed_then": crash.reput_from if crash is not None and crash.reput_from < crash.end else
         walk_first.restart_reput_from if walk_first is not None else None,
-        walk_end=crash.walk_end if crash is not None and crash.walk_end >= 0 else
+        "walk_end": crash.walk_end if crash is not None and crash.walk_end >= 0 else
         walk_first.dispatch_from if walk_first is not None else None,
+    }
+
+
+# no 5.x DLedger crash: no walk, no cut, no ext unit put again
+_NO_CRASH: dict[str, Any] = {"old_runs": (), "ext_put_back": {}, "ext_not_predicted": {}}
+
+
+def _crash_steps(st: StoreLocation, c: _Compared, summary: Any, crash: Any) -> dict[str, Any]:
+    """A 5.x DLedger crash restart's steps, in the broker's order: the ext units its reput puts again, against the
+    queues as ``ConsumeQueue.recover`` left them (:func:`_ext_again`), then ``truncateDirtyLogicFiles``' state set on
+    the held queues (:func:`~.crash_units.held_after_cut`), the walk and the reput's range
+    (:func:`_walk_and_reput`), and what the cut leaves (:func:`_cut`)."""
+    ext = _ext_again(st, c, summary, crash)
+    held_after_cut(crash, c.states)   # a queue on disk the reput appends to before the walk's data file
+    return {**_walk_and_reput(crash), **_cut(crash, c), **ext}
+
+
+def _walk_and_reput(crash: Any) -> dict[str, Any]:
+    """``dledgerRecoverAbnormally``'s walk and ``ReputMessageService.doReput`` after it: where the dispatch starts, the
+    record indexed again, the records no one dispatches (``skip``), the walk's end the reput walks again to, and a
+    reput from before the walk's data file walking records after the walk indexed its own."""
+    return {
+        # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there; set
+        # at 2147483647 inside an old file or an earlier data file and gone on before the walk's data file, from there
+        # (drops_before)
+        "dispatch_from": crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before or crash.anew)
+        else crash.start_offset,
+        "reindex_from": (crash.reindex if crash.again else crash.reput_from) if crash.reindex >= 0 else None,
+        "skip": crash.gap,
+        "again_to": crash.walk_end if crash.again else None,
         # a reput from before the walk's data file (old files, earlier data files) or writing the queues anew walks
         # their records after the walk indexed its own: the walk's keys from its start, theirs below its endPhyOffset
-        walk_from=(crash.start_offset if crash is not None and (crash.before or crash.old_parsed or crash.anew)
-                   else None),
-        old_runs=crash.old_parsed_runs if crash is not None else (), table_max=table_max,
-        # the ext units of the messages that reput parses (no rebuilt queue holds their units), and the queues the
-        # cut leaves no file of (no kept unit points at an ext unit of theirs)
-        ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}
-        if crash is not None and crash.cut is not None else None,
-        ext_parsed_kept=(lambda k: {**k, **{q: k.get(q, 0) + n for q, n in crash.old_parsed_kept}})(
-            parsed_kept(crash.cut)) if crash is not None and crash.cut is not None else None,
-        cut_emptied=frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied)
-        if crash is not None and crash.cut is not None else None,
+        "walk_from": crash.start_offset if crash.before or crash.old_parsed or crash.anew else None,
+        "old_runs": crash.old_parsed_runs,
+    }
+
+
+def _cut(crash: Any, c: _Compared) -> dict[str, Any]:
+    """``truncateDirtyLogicFiles`` at the recovery's ``processOffset`` (5.5.1): the units never written back, the queues
+    it leaves no file of, the queues after the walk and the cut (``after_load``), and the ext units of the messages
+    the reput parses where ``doRecheckReputOffsetFromCq`` set it (no rebuilt queue holds their units)."""
+    if crash.cut is None:
+        return {}
+    return {
+        "cut_lost": cut_lost(crash, c.states, c.read_expected),
+        "cut_at": crash.process_offset,
+        "ext_parsed": {f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put},
+        "ext_parsed_kept": (lambda k: {**k, **{q: k.get(q, 0) + n for q, n in crash.old_parsed_kept}})(
+            parsed_kept(crash.cut)),
+        "cut_emptied": frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied),
+        "after_load": {f"{t}/{q}": v for (t, q), v in crash.cut.loaded.items()},
+    }
+
+
+def _ext_again(st: StoreLocation, c: _Compared, summary: Any, crash: Any) -> dict[str, Any]:
+    """``ConsumeQueueExt.put`` again for the records the reput walks again (:func:`~.ext_reput.ext_reput_puts`, from
+    the queues as ``recover`` left them and where the rebuild stops reading, the committed position): the records from
+    where it puts them, per ext queue the units the walk and the reput put, those it puts back, and those not
+    predicted."""
+    ext_back, ext_refused = ext_reput_puts(crash, _read_to(st, summary, st.dledger), {
+        (t, int(q)): s.restart.max_physic_offset for s in c.states if s.restart.max_physic_offset >= 0
+        for t, q in [s.restart.queue.rsplit("/", 1)]}, {
+        (t, int(q)): s.restart.write_position for s in c.states if s.restart.max_physic_offset >= 0
+        for t, q in [s.restart.queue.rsplit("/", 1)]})
+    return {
+        # the records the walk put ext units for that the reput walks again: from the walk's data file on at least
+        "ext_again_from": max(crash.reput_from, crash.start_offset if crash.before else -1)
+        if crash.ext_again else None,
         # a 5.5.1 cut after a walk to the log's end (the plan's QueueTrack holds every record the reput walks): per ext
         # queue the reput walks, the ext units the walk and the reput put (one per own record, its unit dropped or
         # not; the rebuild's units miss the dropped ones and the records past its end)
         # (no cut or a walk ended early: the modelled ones, with the records the reput appends past that walk's end)
-        ext_puts={f"{a.topic}/{a.queue_id}": a.before + a.count + a.past for a in crash.ext_again
-                  if (crash.cut is not None and crash.walk_end < 0) or f"{a.topic}/{a.queue_id}" in ext_back}
+        "ext_puts": {f"{a.topic}/{a.queue_id}": a.before + a.count + a.past for a in crash.ext_again
+                     if (crash.cut is not None and crash.walk_end < 0) or f"{a.topic}/{a.queue_id}" in ext_back}
         | {f"{t}/{q}": n for t, q, n, _u in crash.ext_unwalked
-           if f"{t}/{q}" in ext_refused or f"{t}/{q}" in ext_back}   # held, not walked
-        if crash is not None else None,
+           if f"{t}/{q}" in ext_refused or f"{t}/{q}" in ext_back},   # held, not walked
         # of those, the own units the reput puts back, from the plan (the rebuild stops at the committed position)
-        ext_put_back=ext_back, ext_not_predicted=ext_refused, after_load={  # the queues after the walk and the cut
-            f"{t}/{q}": v for (t, q), v in crash.cut.loaded.items()} if crash is not None and crash.cut else None)
+        "ext_put_back": ext_back, "ext_not_predicted": ext_refused,
+    }
 
 
 def _reput_goes_on(crash: Any, file_size: int) -> str:
