@@ -353,6 +353,14 @@ def written_once(request, runs: dict[str, dict], stores: Stores, *, then=None, e
     return runs if every else runs[names[0]]
 
 
+def restart_run(request, runs: dict[str, dict], stores: Stores) -> dict:  # noqa: ANN001
+    """The fixture body of a restart module: every scenario written and checked once (:func:`written_once` with
+    :func:`restart_checked`: the broker's restart, our ``verify`` of ``before/``), then the run of the test's
+    ``name`` parameter."""
+    written_once(request, runs, stores, every=True, then=restart_checked)
+    return runs[request.node.callspec.params["name"]]
+
+
 def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 600) -> list[list[dict]]:
     """The broker's answers on each request's store (one JVM; stores are opened in place: pass
     copies). A request: ``store``, ``config``, ``queries`` [(topic, key)], ``queues`` (bool),

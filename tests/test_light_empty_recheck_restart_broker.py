@@ -53,8 +53,7 @@ STORES = bh.Stores(SCENARIOS, "file queue store(s) with planted topic \"\" files
 def written(request) -> dict:
     """The scenario as the broker's restart found it (``before/``) and left it (``expected/``), with our
     ``rebuild --as-restart`` of ``before/``."""
-    bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
-    return _RUNS[request.node.callspec.params["name"]]
+    return bh.restart_run(request, _RUNS, STORES)
 
 
 def _setting_on(written: dict) -> None:

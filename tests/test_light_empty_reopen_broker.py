@@ -87,8 +87,7 @@ STORES = bh.Stores(SCENARIOS, "file queue store(s) whose start reopens topic \"\
 def written(request) -> dict:
     """The scenario as the broker's restart found it (``before/``) and left it (``expected/``), with our ``verify``
     (queues kept) or ``rebuild --as-restart`` (queues deleted) of ``before/``."""
-    bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
-    return _RUNS[request.node.callspec.params["name"]]
+    return bh.restart_run(request, _RUNS, STORES)
 
 
 _UNIT = np.dtype([("commitlogOffset", ">i8"), ("size", ">i4"), ("tagsCode", ">i8")])

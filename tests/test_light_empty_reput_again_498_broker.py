@@ -83,8 +83,7 @@ STORES = bh.Stores(SCENARIOS, "4.9.8 store(s) whose own queues' max lies before 
 def written(request) -> dict:
     """The scenario as the broker's restart found it (``before/``) and left it (``expected/``), with our ``verify``
     of ``before/``."""
-    bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
-    return _RUNS[request.node.callspec.params["name"]]
+    return bh.restart_run(request, _RUNS, STORES)
 
 
 def _puts(d: Path) -> list[int]:

@@ -59,8 +59,7 @@ STORES = bh.Stores(SCENARIOS, "5.x store(s) whose own queues' max lies before a 
 def written(request) -> dict:
     """The scenario as the broker's restart found it (``before/``) and left it (``expected/``), with our ``verify``
     of ``before/``."""
-    bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
-    return _RUNS[request.node.callspec.params["name"]]
+    return bh.restart_run(request, _RUNS, STORES)
 
 
 def _shape(written: dict) -> tuple[bool, bool, bool]:

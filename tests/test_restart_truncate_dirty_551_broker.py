@@ -82,8 +82,7 @@ STORES = bh.Stores(SCENARIOS, "5.5.1 store(s) whose recovery's dispatch reaches 
 def written(request) -> dict:
     """The scenario as the broker's restart found it (``before/``) and what it did, with our ``verify`` of
     ``before/`` (every scenario once)."""
-    bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
-    return _RUNS[request.node.callspec.params["name"]]
+    return bh.restart_run(request, _RUNS, STORES)
 
 
 def _units(path: Path) -> list[tuple[int, int]]:
