@@ -73,19 +73,17 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from . import commitlog as cl
-from .config import BrokerConfig
+from .config import JAVA_INT_MAX, BrokerConfig
 from .consumequeue import Q_BLANK_UNTIL, Q_FIRST_FILE, Q_LAST_FILE, assign_positions, build_cq_file, new_states
 from .consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails, no_file_max, no_file_resets_max
-from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
+from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
 __all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
            "over_held", "refusal_reason", "restart_refusal", "reput_again_queues", "reput_start_over_table",
            "opened_afresh", "start_fails",
-           "empty_name_units", "reopened_files", "table_max_beside_own", "JAVA_INT_MAX"]
-
-JAVA_INT_MAX = 2**31 - 1   # Integer.MAX_VALUE: the largest file name Integer.parseInt reads as a queue id
+           "empty_name_units", "reopened_files", "table_max_beside_own"]
 
 
 def is_topic_empty_file(rel: str) -> bool:
@@ -226,7 +224,7 @@ def _is_put(files: dict[int, bytes], at: int) -> bool:
     """Whether a unit of the record at ``at`` lies in the bytes a reopened queue wrote (:func:`reopened_files`)."""
     for data in files.values():
         u = np.frombuffer(data[:len(data) - len(data) % CQ_UNIT_SIZE], dtype=CQ_UNIT_DTYPE)
-        if ((u["commitlogOffset"] == at) & (u["size"] != 0) & (u["size"] != JAVA_INT_MAX)).any():
+        if ((u["commitlogOffset"] == at) & (u["size"] != 0) & (u["size"] != CQ_BLANK_SIZE)).any():
             return True
     return False
 
