@@ -361,6 +361,13 @@ def restart_run(request, runs: dict[str, dict], stores: Stores) -> dict:  # noqa
     return runs[request.node.callspec.params["name"]]
 
 
+def cq_units(path: Path) -> list[tuple[int, int]]:
+    """(commitlog offset, size) of every 20-byte unit of a consume queue file, zeros included (size signed)."""
+    data = path.read_bytes()
+    return [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big", signed=True))
+            for i in range(0, len(data) - 19, 20)]
+
+
 def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 600) -> list[list[dict]]:
     """The broker's answers on each request's store (one JVM; stores are opened in place: pass
     copies). A request: ``store``, ``config``, ``queries`` [(topic, key)], ``queues`` (bool),

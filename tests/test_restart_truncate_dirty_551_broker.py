@@ -85,16 +85,11 @@ def written(request) -> dict:
     return bh.restart_run(request, _RUNS, STORES)
 
 
-def _units(path: Path) -> list[tuple[int, int]]:
-    data = path.read_bytes()
-    return [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big", signed=True))
-            for i in range(0, len(data) - UNIT + 1, UNIT)]
-
 
 def _on_disk(queue: Path) -> int:
     """Where a queue's units on disk end (its last file's name plus its leading units)."""
     last = sorted(queue.iterdir())[-1]
-    units = _units(last)
+    units = bh.cq_units(last)
     return int(last.name) + UNIT * next((i for i, (_, size) in enumerate(units) if size <= 0), len(units))
 
 
@@ -111,24 +106,24 @@ def _assert_written(name: str, d: Path, w: dict) -> None:
     assert w.get("ok"), w
     q0 = d / "before" / "consumequeue" / "T0" / "0"
     assert sorted(p.name for p in q0.iterdir()) == [f"{0:020d}", f"{FILE:020d}"], sorted(q0.iterdir())
-    assert all(size > 0 for _, size in _units(q0 / f"{0:020d}")), _units(q0 / f"{0:020d}")
+    assert all(size > 0 for _, size in bh.cq_units(q0 / f"{0:020d}")), bh.cq_units(q0 / f"{0:020d}")
     assert not (q0 / f"{FILE:020d}").read_bytes().strip(b"\0")
     # put 2's unit never written again: the dispatch starts past it, the reput at the end
     assert not (d / "expected" / "consumequeue" / "T0" / "0" / f"{FILE:020d}").read_bytes().strip(b"\0")
     end, loaded = _end(w), w["queuesAfterLoad"]
     t00, t01 = loaded["T0/0"], loaded.get("T0/1")
-    q1 = _units(d / "before" / "consumequeue" / "T0" / "1" / f"{0:020d}")
+    q1 = bh.cq_units(d / "before" / "consumequeue" / "T0" / "1" / f"{0:020d}")
     if "-prepared" in name:   # no cut: T0/0 as recover left it; puts 3 and 4 into T0/1, its max the prepared's start
         assert q1 == [(0, 0), (0, 0)], q1
         assert (t00["maxOffset"], t01["maxOffset"]) == (FILE, FILE) and t00["maxPhysicOffset"] > 0, loaded
-        after = _units(d / "expected" / "consumequeue" / "T0" / "1" / f"{0:020d}")
+        after = bh.cq_units(d / "expected" / "consumequeue" / "T0" / "1" / f"{0:020d}")
         assert after[1][0] + after[1][1] == t01["maxPhysicOffset"] < end, (end, after, loaded)
         return
     if name.endswith("-short"):   # no cut: T0/0 as recover left it; put 4 never dispatched
         assert q1[0][1] > 0 and q1[1] == (0, 0), q1
         assert (t00["maxOffset"], t01["maxOffset"]) == (FILE, UNIT) and t00["maxPhysicOffset"] > 0, loaded
         assert t01["maxPhysicOffset"] < end, (end, loaded)
-        assert _units(d / "expected" / "consumequeue" / "T0" / "1" / f"{0:020d}")[1] == (0, 0)
+        assert bh.cq_units(d / "expected" / "consumequeue" / "T0" / "1" / f"{0:020d}")[1] == (0, 0)
         return
     # the cut kept T0/0's unit of zeros in file 40: one unit further, max physical offset 0
     assert (t00["maxOffset"], t00["maxPhysicOffset"]) == (FILE + UNIT, 0), loaded
@@ -139,7 +134,7 @@ def _assert_written(name: str, d: Path, w: dict) -> None:
         return
     assert q1 == [(0, 0), (0, 0)], q1   # T0/1's only file all zeros; the dispatch wrote puts 3 and 4 into it
     assert (t01["maxOffset"], t01["maxPhysicOffset"]) == (FILE, end), (end, loaded)
-    after = _units(d / "expected" / "consumequeue" / "T0" / "1" / f"{0:020d}")
+    after = bh.cq_units(d / "expected" / "consumequeue" / "T0" / "1" / f"{0:020d}")
     assert after[1][0] + after[1][1] == end and after[0][0] + after[0][1] == after[1][0], after
     if name.endswith("-crash"):
         assert w["checkpointLogicsPhysicalOffset"] == after[0][0], w

@@ -57,11 +57,6 @@ def written(request) -> dict:
     return bh.restart_run(request, _RUNS, STORES)
 
 
-def _units(path: Path) -> list[tuple[int, int]]:
-    data = path.read_bytes()
-    return [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big", signed=True))
-            for i in range(0, len(data) - UNIT + 1, UNIT)]
-
 
 def _assert_written(d: Path, w: dict) -> int:
     """What the broker wrote and its restart did: T0/0's files 0 (two units) and 40 (all zeros), T0/1's and T0/2's
@@ -71,11 +66,11 @@ def _assert_written(d: Path, w: dict) -> int:
     assert w.get("ok"), w
     cq = d / "before" / "consumequeue" / "T0"
     assert sorted(p.name for p in (cq / "0").iterdir()) == [f"{0:020d}", f"{FILE:020d}"], sorted((cq / "0").iterdir())
-    assert all(size > 0 for _, size in _units(cq / "0" / f"{0:020d}")), _units(cq / "0" / f"{0:020d}")
+    assert all(size > 0 for _, size in bh.cq_units(cq / "0" / f"{0:020d}")), bh.cq_units(cq / "0" / f"{0:020d}")
     assert not (cq / "0" / f"{FILE:020d}").read_bytes().strip(b"\0")
     end = int(w["truncateDirtyLogicFilesAt"])
     assert end > 0 and w["damagedRecord"] == end, w
-    (q1, _), (q2, _) = _units(cq / "1" / f"{0:020d}"), _units(cq / "2" / f"{0:020d}")
+    (q1, _), (q2, _) = bh.cq_units(cq / "1" / f"{0:020d}"), bh.cq_units(cq / "2" / f"{0:020d}")
     assert q1[0] + q1[1] == end == q2[0], (end, q1, q2)   # put 3 ends where put 4 (T0/2's unit) starts
     loaded = w["queuesAfterLoad"]
     t00, t01, t02 = loaded["T0/0"], loaded["T0/1"], loaded["T0/2"]

@@ -79,17 +79,12 @@ def written(request) -> dict:
     return bh.restart_run(request, _RUNS, STORES)
 
 
-def _units(path: Path) -> list[tuple[int, int]]:
-    data = path.read_bytes()
-    return [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big"))
-            for i in range(0, len(data), 20)]
-
 
 def _assert_zeros_last(d: Path) -> None:
     """What the broker wrote and the restart found: T0/0's files 0 (two units) and 40 (all zeros)."""
     q = d / "before" / "consumequeue" / "T0" / "0"
     assert sorted(p.name for p in q.iterdir()) == [f"{0:020d}", f"{FILE:020d}"], sorted(q.iterdir())
-    assert all(size > 0 for _, size in _units(q / f"{0:020d}")), _units(q / f"{0:020d}")
+    assert all(size > 0 for _, size in bh.cq_units(q / f"{0:020d}")), bh.cq_units(q / f"{0:020d}")
     assert len((q / f"{FILE:020d}").read_bytes()) == FILE and not (q / f"{FILE:020d}").read_bytes().strip(b"\0")
 
 
@@ -133,5 +128,5 @@ def test_as_restart_over_the_same_commitlog_with_the_queues_deleted_is_the_5_3_3
     assert w.get("ok") and not w.get("loadFailed") and not (d / "before" / "consumequeue").exists(), w
     q = d / "expected" / "consumequeue" / "T0" / "0"
     assert sorted(p.name for p in q.iterdir()) == [f"{0:020d}", f"{FILE:020d}"], sorted(q.iterdir())
-    assert _units(q / f"{FILE:020d}")[0][1] > 0, _units(q / f"{FILE:020d}")
+    assert bh.cq_units(q / f"{FILE:020d}")[0][1] > 0, bh.cq_units(q / f"{FILE:020d}")
     bh.restart_files_are_the_broker_s(written)
