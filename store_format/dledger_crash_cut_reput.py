@@ -291,15 +291,14 @@ def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarr
             zeros-queue shapes the broker checked: tests/test_dledger_cut_put_back.py's strict xfail)."""
     label = "/".join(map(str, run.track.names[q]))
     ends = rows[:, U_END] - rows[:, U_OFFSET]
-    held = (run.on_disk or {}).get(run.track.names[q])
-    walk_state = loaded_state(-1, int(queue_offsets[0]) * CQ_UNIT_SIZE, loaded=True)
     walk_pos = assign_positions(np.zeros(len(rows), np.int64), rows[:, U_OFFSET], ends, queue_offsets,
-                                run.cq_file_size, walk_state)
+                                run.cq_file_size, loaded_state(-1, int(queue_offsets[0]) * CQ_UNIT_SIZE, loaded=True))
     if (walk_pos < 0).any() or (key_before is not None and key_before + 1 != int(queue_offsets[0])):
         raise cut_refusal(f"the queue {label} whose walk did not put its cut units one after the other from the first "
                           "one's queue offset (a queue offset of them below the write position, or the first one's not "
                           "right after the one before it)")
     emptied = cut.emptied(q)
+    held = (run.on_disk or {}).get(run.track.names[q])
     write = held[2] if held is not None and held[1] else int(walk_pos[0])
     state = loaded_state(cut.max_after.get(q, -1), 0 if emptied else write, loaded=not emptied)
     at = np.full(len(rows), -1, dtype=np.int64)
