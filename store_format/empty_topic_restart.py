@@ -65,7 +65,10 @@ tests/test_light_empty_recheck_restart_broker.py (``--as-restart`` with it over 
 crash, 5.5.1 and 5.3.3: byte for byte); tests/test_light_empty_reput_again_498_broker.py (4.9.8: the own queues' max
 before a walked empty-name record, the table's past it, clean and after a crash);
 tests/test_light_empty_reput_again_5x_broker.py (the same stores on 5.5.1 and 5.3.3 with the second reput: its start
-the table's max, 5.5.1's file-name queues at -1, its clean start dispatching R again).
+the table's max, 5.5.1's file-name queues at -1, its clean start dispatching R again);
+tests/test_light_empty_multi_dispatch_off_broker.py (those stores restarted with ``enableMultiDispatch=false``: the
+file-name queues set the start all the same); tests/test_light_empty_truncate_deletes_broker.py (5.5.1: a truncate
+deleting a reopened queue's last file, :data:`TABLE_MAX_NOT_MODELLED`).
 """
 from __future__ import annotations
 
@@ -80,10 +83,10 @@ from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
-__all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files", "written_prefix",
-           "over_held", "refusal_reason", "restart_refusal", "reput_again_queues", "reput_start_over_table",
-           "opened_afresh", "start_fails",
-           "empty_name_units", "reopened_files", "table_max_beside_own"]
+__all__ = ["TABLE_MAX_NOT_MODELLED", "empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files",
+           "written_prefix", "over_held", "refusal_reason", "restart_refusal", "reput_again_queues",
+           "reput_start_over_table", "opened_afresh", "start_fails", "empty_name_units", "reopened_files",
+           "table_max_beside_own"]
 
 
 def is_topic_empty_file(rel: str) -> bool:
@@ -144,6 +147,14 @@ def refusal_reason(config: BrokerConfig, again: int | None = None) -> str:
     return ""
 
 
+# why verify predicts no restart where table_max_beside_own answers None
+TABLE_MAX_NOT_MODELLED = (
+    "the recovery's truncateDirtyLogicFiles deletes the last file of a topic \"\" queue its dispatch opened (a "
+    "multi-dispatch request names an empty queue: consumequeue/<queueId>/; that file's first unit, held on disk, at "
+    "or past the commitlog's end) and reads the file before it, so the queue table's max physical offset, where the "
+    "reput set from the whole table starts, is not modelled")
+
+
 def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:
     """The refusal's line for :func:`refusal_reason` (empty: the restart is predicted)."""
     why = refusal_reason(config, again)
@@ -172,29 +183,30 @@ def reput_again_queues(store: StoreLocation, config: BrokerConfig, *, walk_from:
 
 
 def table_max_beside_own(store: StoreLocation, config: BrokerConfig, *, walk_from: int, end: int, truncated: bool,
-                         above: int = -1) -> int | None:
+                         above: int = -1, held: dict[str, bytes] | None = None) -> int | None:
     """The largest ``getMaxPhysicOffset`` over the queues a load and recovery add to the queue table beside the own
     ones, as the reput's start reads the table (:func:`reput_start_over_table`: 4.9.x ``DefaultMessageStore.start``,
-    5.x ``doRecheckReputOffsetFromCq``) (-1: none such; None: not modelled): the recovery's dispatch from
-    ``walk_from`` to ``end`` (``recoverAbnormally``'s walk; 5.x ``recoverNormally``'s, the records past ``above``,
-    the loaded queues' max; ``walk_from`` = ``end``: none, 4.9.x ``recoverNormally``) and, where ``truncated`` (the
-    loaded queues' max at or past ``end``), ``truncateDirtyLogicFiles(end)`` over every queue of the table.
+    5.x ``doRecheckReputOffsetFromCq``) (-1: none such; None: not modelled, :data:`TABLE_MAX_NOT_MODELLED`): the
+    recovery's dispatch from ``walk_from`` to ``end`` (``recoverAbnormally``'s walk; 5.x ``recoverNormally``'s, the
+    records past ``above``, the loaded queues' max; ``walk_from`` = ``end``: none, 4.9.x ``recoverNormally``) and,
+    where ``truncated`` (the loaded queues' max at or past ``end``), ``truncateDirtyLogicFiles(end)`` over every
+    queue of the table.  ``held``: :func:`held_topic_empty_files` of ``store`` (None: read here).
 
     * ``loadConsumeQueue`` (5.x ``ConsumeQueueStore.loadConsumeQueues``) makes topic "<queueId>" queue
       ``Integer.parseInt(name)`` of each held file ``consumequeue/<queueId>/<name>`` (a name past
-      ``Integer.MAX_VALUE`` is skipped); with no file in ``consumequeue/<queueId>/<id>/`` it has none, and
+      ``Integer.MAX_VALUE`` is skipped), whatever ``enableMultiDispatch`` (a store written with it, restarted
+      without it, keeps those files); with no file in ``consumequeue/<queueId>/<id>/`` it has none, and
       ``ConsumeQueue.truncateDirtyLogicFiles`` leaves its max at ``end`` (not truncated: -1, never set), which
       ``recoverTopicQueueTable`` keeps on 4.9.8 and 5.3.3 and sets back to -1 on 5.5.1
       (:func:`store_format.consumequeue_recovery.no_file_max`): on 5.5.1 they count for nothing.
-    * Each topic "" queue the dispatch opened (:func:`reopened_files`): ``putMessagePositionInfo`` sets its max to
+    * Each topic "" queue the dispatch opened (:func:`reopened_files`; the walk hands it empty-name records only
+      with ``enableMultiDispatch``, :func:`empty_name_units`): ``putMessagePositionInfo`` sets its max to
       the end of each unit it puts; truncated, ``truncateDirtyLogicFiles`` reads its last file from the start (the
       dispatch's bytes over the held ones, :func:`over_held`): the first unit whatever it holds, then on while a unit
       has offset >= 0, size > 0 and offset < ``end``, the max the end of the last one read (a blank:
       ``Integer.MAX_VALUE``).  A first unit at or past ``end`` makes it delete that file (the dispatch left it no
       unit of its own): None."""
-    if not config.enableMultiDispatch:
-        return -1
-    held = held_topic_empty_files(store)
+    held = held_topic_empty_files(store) if held is None else held
     top = -1
     for rel in held:
         folder, name = rel.split("/")[1:]
@@ -202,11 +214,15 @@ def table_max_beside_own(store: StoreLocation, config: BrokerConfig, *, walk_fro
                 pafs.FileSelector(f"{store.root}/consumequeue/{folder}/{int(name)}", allow_not_found=True)):
             top = max(top, no_file_max(end, resets=no_file_resets_max(config.brokerVersion)))
     units, sizes = empty_name_units(store, config, walk_from, end, above) if walk_from < end else ([], {})
+    at_all = np.array([at for at, _, _ in units], dtype=np.int64)
+    qid_all = np.array([q for _, q, _ in units], dtype=np.int64)
+    end_all = np.array([at + sizes[at][0] for at, _, _ in units], dtype=np.int64)
     for qid, (files, put) in reopened_files(units, sizes, config.cq_file_size).items():
         if not put:
             continue
         if not truncated:   # the last unit put: the largest end, the puts going in commitlog order
-            top = max(top, max(at + sizes[at][0] for at, q, _ in units if q == qid and _is_put(files, at)))
+            mine = (qid_all == qid) & np.isin(at_all, _put_offsets(files))
+            top = max(top, int(end_all[mine].max()))
             continue
         last = max(files)
         data = over_held(held.get(f"consumequeue/{qid}/{last:020d}"), files[last], config.cq_file_size)
@@ -220,13 +236,11 @@ def table_max_beside_own(store: StoreLocation, config: BrokerConfig, *, walk_fro
     return top
 
 
-def _is_put(files: dict[int, bytes], at: int) -> bool:
-    """Whether a unit of the record at ``at`` lies in the bytes a reopened queue wrote (:func:`reopened_files`)."""
-    for data in files.values():
-        u = np.frombuffer(data[:len(data) - len(data) % CQ_UNIT_SIZE], dtype=CQ_UNIT_DTYPE)
-        if ((u["commitlogOffset"] == at) & (u["size"] != 0) & (u["size"] != CQ_BLANK_SIZE)).any():
-            return True
-    return False
+def _put_offsets(files: dict[int, bytes]) -> np.ndarray:
+    """The commitlog offsets of the message units a reopened queue wrote (:func:`reopened_files`: its bytes per
+    file; blank and zeroed units left out)."""
+    u = np.frombuffer(b"".join(d[:len(d) - len(d) % CQ_UNIT_SIZE] for d in files.values()), dtype=CQ_UNIT_DTYPE)
+    return u["commitlogOffset"][(u["size"] != 0) & (u["size"] != CQ_BLANK_SIZE)].astype(np.int64)
 
 
 def reput_start_over_table(own_max: int, beside_max: int | None, commitlog_min: int) -> int:

@@ -24,7 +24,12 @@ from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.dledger_recovery import recover_dledger
-from store_format.empty_topic_restart import table_max_beside_own
+from store_format.empty_topic_restart import (
+    TABLE_MAX_NOT_MODELLED,
+    held_topic_empty_files,
+    is_topic_empty_file,
+    table_max_beside_own,
+)
 from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
@@ -180,27 +185,30 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
     # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
     led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
-    table_max = _table_max_beside_own(st, config, c, recovery, abnormal)
+    # topic ""'s files (consumequeue/<queueId>/<name>), read once for the queue table's max and their own prediction
+    held = held_topic_empty_files(st) if recovery is not None and any(map(is_topic_empty_file, c.store_cq)) else {}
+    table_max = _table_max_beside_own(st, config, c, recovery, abnormal, held)
+    if table_max is None:   # where the reput set from the whole queue table starts: not known
+        return c.report(st, config, ref_root, summary, None, no_prediction=f"not predicted: {TABLE_MAX_NOT_MODELLED}")
     restart = predict_files_restart(st, config, c, summary, clean=clean, dledger=dledger, crash=crash,
                                     recovery=recovery, abnormal=abnormal, led=led, store_index=store_index,
-                                    table_max=-1 if table_max is None else table_max)
+                                    table_max=table_max)
     explain_recovery(restart, st, config, dledger=dledger, crash=crash, recovery=recovery, abnormal=abnormal,
                      led=led)
-    # topic ""'s files (consumequeue/<queueId>/<name>): what the start does with them, or that it is not predicted
-    predict_topic_empty(st, config, c.store_cq, restart, recovery=recovery, abnormal=abnormal, table_max=table_max,
+    # what the start does with topic ""'s files, or that it is not predicted
+    predict_topic_empty(st, config, c.store_cq, restart, recovery=recovery, abnormal=abnormal, held_files=held,
                         rebuilt=any(len(r.path.split("/")) == 2 for r in c.cq_results))
     return c.report(st, config, ref_root, summary, restart)
 
 
-def _table_max_beside_own(st: StoreLocation, config: BrokerConfig, c: _Compared, recovery: Any, abnormal: bool
-                          ) -> int | None:
+def _table_max_beside_own(st: StoreLocation, config: BrokerConfig, c: _Compared, recovery: Any, abnormal: bool,
+                          held: dict[str, bytes]) -> int | None:
     """The queue table's max physical offset over its queues beside the own ones after the commitlog's recovery
     (:func:`store_format.empty_topic_restart.table_max_beside_own`: topic "" queues the recovery's dispatch opened,
-    queues made of topic ""'s file names), which the reput set from the whole table takes too (4.9.x ``start``, 5.x
-    ``doRecheckReputOffsetFromCq`` with ``recheckReputOffsetFromCq=true``); -1: none, or no such reput after a
-    commitlog recovery; None: not modelled (the topic "" prediction says so)."""
-    if recovery is None or config.rocksdb_cq or not config.enableMultiDispatch \
-            or config.is_5x and not config.recheckReputOffsetFromCq:
+    queues made of topic ""'s file names ``held``, whatever ``enableMultiDispatch``), which the reput set from the
+    whole table takes too (4.9.x ``start``, 5.x ``doRecheckReputOffsetFromCq`` with ``recheckReputOffsetFromCq=true``);
+    -1: none, or no such reput after a commitlog recovery; None: not modelled (the restart not predicted)."""
+    if recovery is None or config.rocksdb_cq or config.is_5x and not config.recheckReputOffsetFromCq:
         return -1
     # no topic "" file on disk nor in the rebuild (which holds one wherever the commitlog has an empty-name record)
     if not any(len(r.split("/")) == 2 for r in c.store_cq) and not any(len(r.path.split("/")) == 2
@@ -211,7 +219,7 @@ def _table_max_beside_own(st: StoreLocation, config: BrokerConfig, c: _Compared,
     walk_from = recovery.dispatch_from if abnormal or config.is_5x else recovery.process_offset
     return table_max_beside_own(st, config, walk_from=walk_from, end=recovery.process_offset,
                                 truncated=loaded >= recovery.process_offset,
-                                above=recovery.dispatch_above if config.is_5x and not abnormal else -1)
+                                above=recovery.dispatch_above if config.is_5x and not abnormal else -1, held=held)
 
 
 def _compare_files(st: StoreLocation, config: BrokerConfig, ref_fs: pafs.FileSystem, ref: str,

@@ -49,21 +49,17 @@ def _not_predicted(p: RestartPrediction, files: list[str], why: str) -> None:
 
 
 def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[str, Any], p: RestartPrediction, *,
-                        recovery: Any, abnormal: bool, rebuilt: bool = True, table_max: int | None = -1) -> None:
+                        recovery: Any, abnormal: bool, rebuilt: bool = True,
+                        held_files: dict[str, bytes] | None = None) -> None:
     """Topic ""'s queues at the start ``p`` predicts (the store's files ``store_cq``, relative to ``consumequeue/``;
-    ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for):
+    ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for;
+    ``held_files``: :func:`store_format.empty_topic_restart.held_topic_empty_files`, None: read here):
     each queue the recovery's dispatch reopens (a :class:`QueueRestart` ``/<queueId>``: units put, units on disk
     overwritten, in ``p``'s totals too) and a note line; where the start is not modelled
-    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog; ``table_max`` None:
-    ``truncateDirtyLogicFiles`` deleting a topic "" file,
-    :func:`store_format.empty_topic_restart.table_max_beside_own`, whose max the reput set from the whole queue table
-    took otherwise) the note says so."""
+    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
     # a second reput (5.x, recheckReputOffsetFromCq) is decided once the recovery's units are known, below
     why = refusal_reason(config, again=0) if recovery is not None else "over a DLedger commitlog"
-    if not why and table_max is None:
-        why = ("where the recovery's truncateDirtyLogicFiles deletes the last file of a topic \"\" queue the walk "
-               "opened (its first unit, held on disk, at or past the commitlog's end)")
     if why or not files and not rebuilt:
         _not_predicted(p, files, why)
         return
@@ -98,7 +94,7 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
         p.notes.append(why)
         return
     held: dict[int, dict[int, bytes]] = {}
-    for rel, data in held_topic_empty_files(st).items():
+    for rel, data in (held_topic_empty_files(st) if held_files is None else held_files).items():
         folder, name = rel.split("/")[1:]
         if name.isdigit():
             held.setdefault(int(folder), {})[int(name)] = data
