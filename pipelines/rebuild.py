@@ -295,7 +295,8 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
                             extra_units=empty_request_units(config, stops))
         # topic "" (blanks' empty requests; --as-restart: the files the store holds there)
-        write_topic_empty(st, config, staged, built, recovery, stops, walk, as_restart=as_restart)
+        write_topic_empty(st, config, staged, built, recovery, stops, walk, as_restart=as_restart,
+                          tables=tables is not None)
         for line in rocksdb_warnings:
             log.warning("%s", line)
         if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):

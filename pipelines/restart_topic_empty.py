@@ -41,7 +41,7 @@ __all__ = ["topic_empty_over_held", "write_topic_empty"]
 
 
 def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOutput, built: Built, recovery: object,
-                      stops: list[ConcurrentStop], walk: ReputWalk, *, as_restart: bool) -> None:
+                      stops: list[ConcurrentStop], walk: ReputWalk, *, as_restart: bool, tables: bool = False) -> None:
     """Topic ""'s files once the build wrote the rebuild's: blanks' empty requests (``stops``' and those a DLedger
     start's reput set inside an entry dispatches, :func:`pipelines.restart.inside_blanks`) put queue 0's unit
     (:func:`store_format.concurrent_reput.empty_request_files`); with ``as_restart`` the files the store holds there
@@ -49,7 +49,8 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
     rows of the files written so follow (``Built.rows_from_bytes``).  Blanks' empty requests and a multi-dispatch
     request naming an empty queue that both put to queue 0: merged in reput order (``walk``'s units of that queue,
     :func:`store_format.topic_empty_mix.merged_queue_zero_files`) in place of the build's files there; with
-    ``as_restart`` refused in one line (not checked against a broker)."""
+    ``as_restart`` refused in one line (not checked against a broker), and with ``tables`` (the messages table places
+    that queue's units from the build's queue states, which hold no empty request: not modelled)."""
     blanks_inside = inside_blanks(recovery)
     requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + blanks_inside
     topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
@@ -59,6 +60,11 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
                 f"{st.uri}: --as-restart: blanks' empty requests and a multi-dispatch request naming an empty queue "
                 "both put units into topic \"\" queue 0 (consumequeue/0/): a restart over them is not modelled; "
                 "rebuild without --as-restart")
+        if tables:
+            raise UnsupportedConfigError(
+                f"{st.uri}: blanks' empty requests and a multi-dispatch request naming an empty queue both put units "
+                "into topic \"\" queue 0 (consumequeue/0/): the messages table's queue offsets of that queue are not "
+                "modelled for it; rebuild with --no-tables")
         _write_mixed_queue_zero(config, staged, built, stops, walk)
         return
     # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over

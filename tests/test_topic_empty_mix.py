@@ -90,3 +90,20 @@ def test_as_restart_over_the_mix_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedConfigError) as e:
         write_topic_empty(st, _config(), None, built, None, [stop], None, as_restart=True)  # type: ignore[arg-type]
     assert "\n" not in str(e.value) and "--as-restart" in str(e.value) and "consumequeue/0/" in str(e.value)
+
+
+def test_tables_over_the_mix_are_refused_in_one_line(tmp_path: Path) -> None:
+    """A plain rebuild with the messages table: that table places topic "" queue 0's units from the build's queue
+    states, which hold no empty request (not modelled): refused in one line, before any file is written."""
+    from pipelines.build_stage import Built
+    from pipelines.restart_topic_empty import write_topic_empty
+    from store_format.concurrent_reput import ConcurrentStop
+    from store_format.store import StoreLocation
+
+    st = StoreLocation(str(tmp_path), pafs.LocalFileSystem(), str(tmp_path), [])
+    built = Built([{"topic": "", "queue_id": 0, "file_start": 0}], [], 1, 1, [])
+    stop = ConcurrentStop(offset=300, why="", finding={}, empty_request=150, empty_requests=1)
+    with pytest.raises(UnsupportedConfigError) as e:
+        write_topic_empty(st, _config(), None, built, None, [stop], None, as_restart=False,  # type: ignore[arg-type]
+                          tables=True)
+    assert "\n" not in str(e.value) and "--no-tables" in str(e.value) and "consumequeue/0/" in str(e.value)
