@@ -28,7 +28,7 @@ from store_format.empty_topic_restart import (
 )
 from store_format.errors import UnsupportedConfigError
 from store_format.store import StoreLocation
-from store_format.topic_empty_mix import merged_queue_zero_files
+from store_format.topic_empty_mix import empty_first_state, merged_queue_zero_files
 
 from .build import write_file
 from .build_stage import Built
@@ -37,11 +37,11 @@ from .restart import Restart, inside_blanks
 from .stages import ReputWalk
 from .workfiles import queue_bucket, read_bucket_units
 
-__all__ = ["topic_empty_over_held", "write_topic_empty"]
+__all__ = ["queue_zero_seeds", "topic_empty_over_held", "write_topic_empty"]
 
 
 def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOutput, built: Built, recovery: object,
-                      stops: list[ConcurrentStop], walk: ReputWalk, *, as_restart: bool, tables: bool = False) -> None:
+                      stops: list[ConcurrentStop], walk: ReputWalk, *, as_restart: bool) -> None:
     """Topic ""'s files once the build wrote the rebuild's: blanks' empty requests (``stops``' and those a DLedger
     start's reput set inside an entry dispatches, :func:`pipelines.restart.inside_blanks`) put queue 0's unit
     (:func:`store_format.concurrent_reput.empty_request_files`); with ``as_restart`` the files the store holds there
@@ -49,8 +49,7 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
     rows of the files written so follow (``Built.rows_from_bytes``).  Blanks' empty requests and a multi-dispatch
     request naming an empty queue that both put to queue 0: merged in reput order (``walk``'s units of that queue,
     :func:`store_format.topic_empty_mix.merged_queue_zero_files`) in place of the build's files there; with
-    ``as_restart`` refused in one line (not checked against a broker), and with ``tables`` (the messages table places
-    that queue's units from the build's queue states, which hold no empty request: not modelled)."""
+    ``as_restart`` refused in one line (not checked against a broker)."""
     blanks_inside = inside_blanks(recovery)
     requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + blanks_inside
     topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
@@ -60,11 +59,6 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
                 f"{st.uri}: --as-restart: blanks' empty requests and a multi-dispatch request naming an empty queue "
                 "both put units into topic \"\" queue 0 (consumequeue/0/): a restart over them is not modelled; "
                 "rebuild without --as-restart")
-        if tables:
-            raise UnsupportedConfigError(
-                f"{st.uri}: blanks' empty requests and a multi-dispatch request naming an empty queue both put units "
-                "into topic \"\" queue 0 (consumequeue/0/): the messages table's queue offsets of that queue are not "
-                "modelled for it; rebuild with --no-tables")
         _write_mixed_queue_zero(config, staged, built, stops, walk)
         return
     # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
@@ -81,6 +75,24 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
             queue_0.append(("", 0, int(name)))
     if queue_0:
         built.rows_from_bytes(staged, queue_0, config)
+
+
+def queue_zero_seeds(config: BrokerConfig, stops: list[ConcurrentStop], walk: ReputWalk,
+                     as_restart: bool) -> dict[tuple[str, int], list[int]] | None:
+    """The build's seed (:func:`pipelines.build.build_queue_bucket`'s ``seeds``) of topic "" queue 0 where a plain
+    rebuild's first blank's empty request comes ahead of every empty-name unit of that queue
+    (:func:`store_format.topic_empty_mix.empty_first_state`): the build then places those units after the empty
+    request's, in its files and in the queue states it records for the messages table (``pipelines.tables.publish``);
+    :func:`write_topic_empty` writes the files again with that unit.  None otherwise (the build's queue stands)."""
+    with_empty = [s for s in stops if s.empty_request is not None]
+    if as_restart or config.rocksdb_cq or not with_empty:
+        return None
+    light = _queue_units(walk, ("", 0))
+    if not len(light[0]):
+        return None
+    state = empty_first_state(config, light[0], min(int(s.empty_request or 0) for s in with_empty),
+                              sum(s.empty_requests for s in with_empty))
+    return None if state is None else {("", 0): [int(v) for v in state]}
 
 
 def _write_mixed_queue_zero(config: BrokerConfig, staged: StagedOutput, built: Built, stops: list[ConcurrentStop],

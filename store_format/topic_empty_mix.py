@@ -35,7 +35,22 @@ from .consumequeue import (
 )
 from .empty_request_held import empty_request_queue_files, empty_unit_tags_code
 
-__all__ = ["merged_queue_zero_files"]
+__all__ = ["empty_first_state", "merged_queue_zero_files"]
+
+
+def empty_first_state(config: BrokerConfig, light_offsets: np.ndarray, first_empty_at: int,
+                      count: int) -> np.ndarray | None:
+    """The append state (a row of ``Q_*`` columns) topic "" queue 0 is in before its first empty-name unit where the
+    first of ``count`` empty requests (dispatched at commitlog offset ``first_empty_at``) comes ahead of every
+    empty-name unit (``light_offsets``, their records' offsets in dispatch order): its unit put at 0, the write
+    position 20, the max physical offset 0 (the put rule, :func:`store_format.consumequeue.assign_positions`); None
+    where there is no empty request, or an empty-name unit comes first (every empty request is then skipped)."""
+    if not count or (len(light_offsets) and int(light_offsets[0]) < first_empty_at):
+        return None
+    states = new_states(1)
+    one = np.zeros(1, dtype=np.int64)
+    assign_positions(one, one, one, one, config.cq_file_size, states)
+    return states[0]
 
 
 def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
@@ -45,14 +60,13 @@ def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.nd
     relative paths and pieces for :func:`pipelines.build.write_file` (bytes, then an int for the zeros to the file
     size).  ``light``: (commitlog offset, size, tagsCode, the queue offset the request names), in dispatch order."""
     offset, size, tags, queue_offset = (np.asarray(a, dtype=np.int64) for a in light)
-    later = np.flatnonzero(offset > first_empty_at)
-    at = int(later[0]) if len(later) else len(offset)
-    if count:   # the first empty request among the units; the later ones never reach the queue (max offset >= 0)
-        offset, size, queue_offset = (np.insert(a, at, 0) for a in (offset, size, queue_offset))
-        tags = np.insert(tags, at, empty_unit_tags_code(config))
     file_size = config.cq_file_size
-    states = new_states(1)
+    state = empty_first_state(config, offset, first_empty_at, count)
+    states = new_states(1) if state is None else state[None, :].copy()
     pos = assign_positions(np.zeros(len(offset), dtype=np.int64), offset, size, queue_offset, file_size, states)
+    if state is not None:   # the empty request's unit at 0; the later ones never reach the queue (max offset >= 0)
+        offset, size, tags, pos = (np.insert(a, 0, v) for a, v in ((offset, 0), (size, 0),
+                                                                    (tags, empty_unit_tags_code(config)), (pos, 0)))
     put = pos >= 0
     first, last = int(states[0, Q_FIRST_FILE]), int(states[0, Q_LAST_FILE])
     if put.any():

@@ -92,18 +92,15 @@ def test_as_restart_over_the_mix_is_refused_in_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(e.value) and "--as-restart" in str(e.value) and "consumequeue/0/" in str(e.value)
 
 
-def test_tables_over_the_mix_are_refused_in_one_line(tmp_path: Path) -> None:
-    """A plain rebuild with the messages table: that table places topic "" queue 0's units from the build's queue
-    states, which hold no empty request (not modelled): refused in one line, before any file is written."""
-    from pipelines.build_stage import Built
-    from pipelines.restart_topic_empty import write_topic_empty
-    from store_format.concurrent_reput import ConcurrentStop
-    from store_format.store import StoreLocation
 
-    st = StoreLocation(str(tmp_path), pafs.LocalFileSystem(), str(tmp_path), [])
-    built = Built([{"topic": "", "queue_id": 0, "file_start": 0}], [], 1, 1, [])
-    stop = ConcurrentStop(offset=300, why="", finding={}, empty_request=150, empty_requests=1)
-    with pytest.raises(UnsupportedConfigError) as e:
-        write_topic_empty(st, _config(), None, built, None, [stop], None, as_restart=False,  # type: ignore[arg-type]
-                          tables=True)
-    assert "\n" not in str(e.value) and "--no-tables" in str(e.value) and "consumequeue/0/" in str(e.value)
+def test_the_build_starts_queue_zero_after_the_empty_request_only_where_it_comes_first() -> None:
+    """:func:`store_format.topic_empty_mix.empty_first_state` (the build's seed of that queue, so that the messages
+    table places the empty-name units where the files hold them): after the empty request's unit, max physical offset
+    0 and write position 20 in file 0; none where an empty-name unit comes first, or no empty request."""
+    from store_format.consumequeue import Q_FIRST_FILE, Q_MAX_PHYS, Q_WRITE_POS
+    from store_format.topic_empty_mix import empty_first_state
+
+    state = empty_first_state(_config(), np.array([100, 200]), 50, 1)
+    assert state is not None and (state[Q_MAX_PHYS], state[Q_WRITE_POS], state[Q_FIRST_FILE]) == (0, 20, 0)
+    assert empty_first_state(_config(), np.array([100, 200]), 150, 3) is None
+    assert empty_first_state(_config(), np.array([100]), 50, 0) is None

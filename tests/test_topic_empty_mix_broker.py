@@ -7,8 +7,9 @@ tagsCode) at 0 and the empty-name units from 20 on (the one naming offset 0 appe
 one naming 2 skipped, the one naming 3 at 60); ``-before`` (an empty-name unit first, naming 2) has two
 ``fillPreBlank`` units, that unit at 40 and the next at 60, and no unit of the empty request (its max physical offset
 0 is below the queue's), whose ext unit is still in ``consumequeue_ext/0/``.  ``rebuild`` writes the broker's files
-byte for byte (:mod:`store_format.topic_empty_mix`), ``verify`` finds the broker's files identical and ``repair``
-mends a damaged one.  5.5.1 by default; ``PIPELINES_FULL_SUITE=1`` adds 5.3.3, ``-before-plain`` and ``-after-ext``.
+byte for byte (:mod:`store_format.topic_empty_mix`), its messages table lists the empty-name units where the
+broker's files hold them, ``verify`` finds the broker's files identical and ``repair`` mends a damaged one.  5.5.1 by
+default; ``PIPELINES_FULL_SUITE=1`` adds 5.3.3, ``-before-plain`` and ``-after-ext``.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ bh.skip_without_tools()
 CASES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
 VERIFY = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
           if sc["name"].endswith("-after")]
+TABLES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs if "-after" in sc["name"]]
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "concurrent reput store(s) with topic \"\" queue 0 shared", threads=1)
 BLANK = (0, 0x7FFFFFFF)
@@ -39,8 +41,15 @@ LAYOUT = {"after": ["empty", 0, 1, 3], "before": [BLANK, BLANK, 0, 1]}
 @pytest.fixture
 def written(request) -> dict:
     """The scenario as the broker's reput left it, and our rebuild of its store (every scenario once)."""
-    return bh.written_once(request, _RUNS, STORES, then=lambda r: r.update(rebuild=bh.rebuild(
-        Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]])))
+    return bh.written_once(request, _RUNS, STORES, then=_rebuild)
+
+
+def _rebuild(run: dict) -> None:
+    """Our rebuild of the scenario's store, with the messages table where the empty request comes first
+    (``-after``: the build's seed of topic "" queue 0) and without it elsewhere (the plain build's queue)."""
+    d = Path(run["scenario"]["dir"])
+    tables = ("--tables", str(d / "tables")) if "-after" in run["scenario"]["name"] else ()
+    run["rebuild"] = bh.rebuild(d, bh.BROKER_VERSION_ARG[run["line"]], *tables)
 
 
 def _units(path: Path) -> list[tuple[int, int, int]]:
@@ -81,6 +90,26 @@ def test_the_broker_s_queue_zero_then_ours_byte_for_byte(written, name):
     for rel in files_under(exp / "consumequeue_ext"):
         bh.same_bytes((exp / "consumequeue_ext" / rel).read_bytes(),
                       (d / "ours" / "consumequeue_ext" / rel).read_bytes(), rel)
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_messages_table_lists_queue_zero_units_where_the_broker_s_file_holds_them(written, name):
+    """Where the empty request came first (``-after``), the messages table's light units of name "" (queue 0):
+    (queue offset, record) of each empty-name unit in the broker's ``consumequeue/0/``, its slot there after the
+    empty request's unit (the build starts that queue from the state that unit leaves), none for the request the put
+    rule skipped (listed without a queue offset)."""
+    from pipelines.tables.runs import snapshot
+
+    d = bh.rebuilt_dir(written)
+    held = _units(d / "expected" / "consumequeue" / "0" / f"{0:020d}")
+    broker = {(slot, u[0]) for slot, u in enumerate(held) if 0 < u[1] < BLANK[1]}
+    listed, unplaced = set(), []
+    for r in snapshot(str(d / "tables")).read_arrow("messages").to_pylist():
+        for n, q, u in zip(r["lmq_queues"] or [], r["lmq_queue_ids"] or [], r["lmq_consume_queue_offsets"] or []):
+            if n == "" and q == 0:
+                (listed.add((u, r["commitlog_offset"])) if u is not None else unplaced.append(r["commitlog_offset"]))
+    assert len(broker) == 3 and listed == broker, (listed, broker)
+    assert len(unplaced) == 1 and unplaced[0] not in {phy for _, phy in broker}, unplaced
 
 
 @pytest.mark.parametrize("name", VERIFY)
