@@ -459,6 +459,7 @@ class BuildTask:
         task = self.tasks[i]
         if task["kind"] == "cq":
             return build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], task["splits"], self.config,
-                                      record_states=task.get("record_states", False), reset=task.get("reset"))
+                                      record_states=task.get("record_states", False), reset=task.get("reset"),
+                                      seeds=task.get("seeds"))
         return [build_index_part(self.work_uri, self.staging_uri, task["task_id"], task["parts"], self.config,
                                  keys=task.get("keys"), entries=task.get("entries"))]

@@ -26,7 +26,7 @@ from .build_batch import BCQ_KIND
 from .chain import index_file_parts
 from .commit import StagedOutput
 from .stages import ReputWalk, TaskRunner
-from .workfiles import read_keys
+from .workfiles import queue_bucket, read_keys
 
 __all__ = ["Built", "build_files", "queue_layout"]
 
@@ -85,10 +85,12 @@ class Built:
 
 
 def build_files(walk: ReputWalk, config: BrokerConfig, staged: StagedOutput, runner: TaskRunner, *,
-                record_states: bool, tz: str, extra_units: tuple = ()) -> Built:
+                record_states: bool, tz: str, extra_units: tuple = (),
+                seeds: dict[tuple[str, int], list[int]] | None = None) -> Built:
     """The build stage: consume queue files per queue bucket, index files one per task (in
     ``staged``'s staging folder); then the index files' names."""
-    return _BuildStage(config, staged, runner).build(walk, record_states=record_states, tz=tz, extra_units=extra_units)
+    return _BuildStage(config, staged, runner).build(walk, record_states=record_states, tz=tz, extra_units=extra_units,
+                                                     seeds=seeds)
 
 
 class _BuildStage:
@@ -96,7 +98,8 @@ class _BuildStage:
         self.config, self.staged, self.runner = config, staged, runner
         self.progress = runner.progress
 
-    def build(self, walk: ReputWalk, *, record_states: bool, tz: str, extra_units: tuple = ()) -> Built:
+    def build(self, walk: ReputWalk, *, record_states: bool, tz: str, extra_units: tuple = (),
+              seeds: dict[tuple[str, int], list[int]] | None = None) -> Built:
         config = self.config
         self.progress.stage("build", "consume queue and index files")
         chain, index_in, index_totals = walk.chain, walk.index_in, walk.index_totals
@@ -114,7 +117,10 @@ class _BuildStage:
         tasks = index_tasks(file_parts, total_keys, config, self.runner.parallelism, self.staged.staging_uri)
         if not config.rocksdb_cq:
             reset = self._queue_reset(walk)
-            tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states, "reset": reset}
+            seeded = {queue_bucket(t, q, walk.buckets) for t, q in seeds or {}}
+            tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states, "reset": reset,
+                       "seeds": {k: v for k, v in (seeds or {}).items()
+                                 if queue_bucket(k[0], k[1], walk.buckets) == b} if b in seeded else None}
                       for b in range(walk.buckets)]
         results = self.runner.run(BuildTask(tasks, config, walk.work_uri, self.staged.staging_uri), len(tasks),
                                   "build")

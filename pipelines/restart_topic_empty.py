@@ -7,9 +7,13 @@ Mirrors rocketmq-store 5.5.1 (5.3.3 and 4.9.8 the same rules) ``ConsumeQueueStor
 reads those folders as topics "<queueId>", so it neither loads nor cuts them), ``findOrCreateConsumeQueue`` and
 ``ConsumeQueue.putMessagePositionInfo`` (the dispatch opens topic "" afresh over the file on disk) and
 ``DefaultMessageStore.start`` / ``doRecheckReputOffsetFromCq`` (a second reput after the recovery):
-:mod:`store_format.empty_topic_restart` and :mod:`store_format.empty_request_held` hold the rules.
+:mod:`store_format.empty_topic_restart` and :mod:`store_format.empty_request_held` hold the rules;
+:mod:`store_format.topic_empty_mix` merges the two kinds of units where both reach queue 0 (``ConsumeQueue.
+putMessagePositionInfo``, ``findConsumeQueue("", 0)``).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from store_format.concurrent_reput import ConcurrentStop, empty_request_files
 from store_format.config import BrokerConfig
@@ -24,38 +28,46 @@ from store_format.empty_topic_restart import (
 )
 from store_format.errors import UnsupportedConfigError
 from store_format.store import StoreLocation
+from store_format.topic_empty_mix import empty_first_state, merged_queue_zero_files
 
 from .build import write_file
 from .build_stage import Built
 from .commit import StagedOutput
 from .restart import Restart, inside_blanks
+from .stages import ReputWalk
+from .workfiles import queue_bucket, read_bucket_units
 
-__all__ = ["topic_empty_over_held", "write_topic_empty"]
+__all__ = ["queue_zero_seeds", "topic_empty_over_held", "write_topic_empty"]
 
 
 def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOutput, built: Built, recovery: object,
-                      stops: list[ConcurrentStop], *, as_restart: bool) -> None:
+                      stops: list[ConcurrentStop], walk: ReputWalk, *, as_restart: bool) -> None:
     """Topic ""'s files once the build wrote the rebuild's: blanks' empty requests (``stops``' and those a DLedger
     start's reput set inside an entry dispatches, :func:`pipelines.restart.inside_blanks`) put queue 0's unit
     (:func:`store_format.concurrent_reput.empty_request_files`); with ``as_restart`` the files the store holds there
     are kept or written over (:func:`topic_empty_over_held`, ``store_format.empty_request_held`` for queue 0).  The
     rows of the files written so follow (``Built.rows_from_bytes``).  Blanks' empty requests and a multi-dispatch
-    request naming an empty queue that both put to queue 0: refused in one line."""
+    request naming an empty queue that both put to queue 0: merged in reput order (``walk``'s units of that queue,
+    :func:`store_format.topic_empty_mix.merged_queue_zero_files`) in place of the build's files there; with
+    ``as_restart`` refused in one line (not checked against a broker)."""
     blanks_inside = inside_blanks(recovery)
     requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + blanks_inside
     topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
     if requests and any(qid == 0 for qid, _ in topic_empty):
-        raise UnsupportedConfigError(
-            "blanks' empty requests and a multi-dispatch request naming an empty queue both put units into topic "
-            "\"\" queue 0 (consumequeue/0/): their mix is not modelled; not rebuilt (let the broker rebuild this "
-            "store: delete consumequeue/ and index/ and restart it)")
+        if as_restart:
+            raise UnsupportedConfigError(
+                f"{st.uri}: --as-restart: blanks' empty requests and a multi-dispatch request naming an empty queue "
+                "both put units into topic \"\" queue 0 (consumequeue/0/): a restart over them is not modelled; "
+                "rebuild without --as-restart")
+        _write_mixed_queue_zero(config, staged, built, stops, walk)
+        return
     # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
     queue_0 = [("", qid, start) for qid, start in topic_empty_over_held(
         st, staged.staging_uri, topic_empty, staged.read_staged, config, recovery, bool(requests))] \
         if as_restart and not config.rocksdb_cq else []
     done = {f"{cq_queue_folder('', qid)}/{cq_file_name(start)}" for _, qid, start in queue_0}
     for rel, pieces in empty_request_files(config, stops, st if as_restart else None, blanks_inside):
-        if rel in done:   # no request (refused above): a held file of queue 0, written over or kept already
+        if rel in done:   # no request (the mix is written apart): a held file of queue 0, written over or kept
             continue
         write_file(staged.staging_uri, rel, pieces)
         folder, name = rel.rsplit("/", 1)
@@ -63,6 +75,65 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
             queue_0.append(("", 0, int(name)))
     if queue_0:
         built.rows_from_bytes(staged, queue_0, config)
+
+
+def queue_zero_seeds(config: BrokerConfig, stops: list[ConcurrentStop], walk: ReputWalk,
+                     as_restart: bool) -> dict[tuple[str, int], list[int]] | None:
+    """The build's seed (:func:`pipelines.build.build_queue_bucket`'s ``seeds``) of topic "" queue 0 where a plain
+    rebuild's first blank's empty request comes ahead of every empty-name unit of that queue
+    (:func:`store_format.topic_empty_mix.empty_first_state`): the build then places those units after the empty
+    request's, in its files and in the queue states it records for the messages table (``pipelines.tables.publish``);
+    :func:`write_topic_empty` writes the files again with that unit.  None otherwise (the build's queue stands)."""
+    with_empty = [s for s in stops if s.empty_request is not None]
+    if as_restart or config.rocksdb_cq or not with_empty:
+        return None
+    light = _queue_units(walk, ("", 0))
+    if not len(light[0]):
+        return None
+    state = empty_first_state(config, light[0], min(int(s.empty_request or 0) for s in with_empty),
+                              sum(s.empty_requests for s in with_empty))
+    return None if state is None else {("", 0): [int(v) for v in state]}
+
+
+def _write_mixed_queue_zero(config: BrokerConfig, staged: StagedOutput, built: Built, stops: list[ConcurrentStop],
+                            walk: ReputWalk) -> None:
+    """A plain rebuild's topic "" queue 0 where the concurrent reput's blanks' empty requests and empty-name units
+    both reach it: the build's files of that queue (its empty-name units alone) deleted, the merged ones written
+    (:func:`store_format.topic_empty_mix.merged_queue_zero_files`, the units in the walk's dispatch order from its
+    work files) and their rows made from their bytes."""
+    with_empty = [s for s in stops if s.empty_request is not None]
+    files = merged_queue_zero_files(config, _queue_units(walk, ("", 0)), min(int(s.empty_request or 0)
+                                                                              for s in with_empty),
+                                    sum(s.empty_requests for s in with_empty))
+    folder = cq_queue_folder("", 0)
+    for r in [r for r in built.cq_files if (r["topic"], r["queue_id"]) == ("", 0)]:
+        staged.delete_staged(f"{folder}/{cq_file_name(r['file_start'])}")
+        built.cq_files.remove(r)
+    queue_0 = []
+    for rel, pieces in files:
+        write_file(staged.staging_uri, rel, pieces)
+        name = rel.rsplit("/", 1)[1]
+        if rel.startswith(f"{folder}/") and name.isdigit():
+            queue_0.append(("", 0, int(name)))
+    built.rows_from_bytes(staged, queue_0, config)
+
+
+def _queue_units(walk: ReputWalk, queue: tuple[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The units the build put to ``queue`` (its work files, split by split in the reput's order): commitlog offset,
+    size, tagsCode and the queue offset each names, in dispatch order."""
+    bucket = queue_bucket(queue[0], queue[1], walk.buckets)
+    parts = []
+    for entry in walk.chain.entries:
+        got = read_bucket_units(walk.work_uri, entry.split.split_id, bucket)
+        if got is None or got[0].num_rows == 0:
+            continue
+        units, names = got
+        mine = [k for k, (t, q) in enumerate(names) if (t, int(q)) == queue]
+        rows = np.isin(units.column(0).to_numpy(), mine)
+        parts.append([units.column(c).to_numpy()[rows].astype(np.int64) for c in (2, 3, 4, 1)])
+    offset, size, tags, queue_offset = (np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64)
+                                        for c in range(4))
+    return offset, size, tags, queue_offset
 
 
 def topic_empty_over_held(st: StoreLocation, staging: str, built_topic_empty: list[tuple[int, int]],

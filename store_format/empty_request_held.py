@@ -36,7 +36,7 @@ from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 
-__all__ = ["HELD_FOLDERS", "empty_request_queue_files"]
+__all__ = ["HELD_FOLDERS", "empty_request_queue_files", "empty_unit_tags_code"]
 
 # topic "" queue 0's folders (consumequeue//0, consumequeue_ext//0), which the broker's start loads as topic "0"
 HELD_FOLDERS = ("consumequeue/0", "consumequeue_ext/0")
@@ -68,6 +68,15 @@ def empty_request_queue_files(config: BrokerConfig, count: int,
     return out + [(rel, [data, size - len(data)]) for rel, (data, size) in written.items()]
 
 
+def empty_unit_tags_code(config: BrokerConfig) -> int:
+    """The tagsCode of the first empty request's unit: 0, or with ``enableConsumeQueueExt=true`` the address of its
+    ext unit, the first of ``consumequeue_ext/0/`` (``ConsumeQueueExt.put``: the later requests' units are skipped,
+    never the first's)."""
+    if not config.enableConsumeQueueExt:
+        return 0
+    return int(ext_addresses(np.zeros(1, dtype=np.int64), config.mappedFileSizeConsumeQueueExt)[0])
+
+
 def _written(config: BrokerConfig, count: int) -> dict[str, tuple[bytes, int]]:
     """Each file the requests write: the bytes they write from its start, and its (mapped) size."""
     if not count:
@@ -77,7 +86,7 @@ def _written(config: BrokerConfig, count: int) -> dict[str, tuple[bytes, int]]:
         return {name: (bytes(CQ_UNIT_SIZE), config.cq_file_size)}
     size = config.mappedFileSizeConsumeQueueExt
     unit = np.zeros(1, dtype=CQ_UNIT_DTYPE)
-    unit["tagsCode"] = ext_addresses(np.zeros(1, dtype=np.int64), size)
+    unit["tagsCode"] = empty_unit_tags_code(config)
     per_file = ext_units_per_file(size)
     files = -(-count // per_file)   # a file full (past its last unit less than 4 bytes left) is followed by the next
     out = {name: (unit.tobytes(), config.cq_file_size)}

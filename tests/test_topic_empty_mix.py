@@ -1,0 +1,106 @@
+"""Topic "" queue 0 reached by both blanks' empty requests and multi-dispatch requests naming an empty queue
+(:func:`store_format.topic_empty_mix.merged_queue_zero_files`): the units each put lands, worked out by hand from
+``ConsumeQueue.putMessagePositionInfo`` (5.5.1, 5.3.3), and the ``--as-restart`` refusal
+(:func:`pipelines.restart_topic_empty.write_topic_empty`).  The broker cases: tests/test_topic_empty_mix_broker.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.fs as pafs
+import pytest
+
+from pipelines.build import write_file
+from store_format.config import BrokerConfig
+from store_format.errors import UnsupportedConfigError
+from store_format.topic_empty_mix import merged_queue_zero_files
+
+CQ_SIZE = 120   # six units a file
+BLANK = (0, 0x7FFFFFFF, 0)
+
+
+def _config(ext: bool = False) -> BrokerConfig:
+    more = {"enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "192"} if ext else {}
+    return BrokerConfig.from_properties({"brokerVersion": "5", "mappedFileSizeConsumeQueue": str(CQ_SIZE), **more})
+
+
+def _light(offsets: list[int], asks: list[int]) -> tuple[np.ndarray, ...]:
+    """Empty-name units of 10 bytes each, tagsCode its number + 1, naming the queue offsets ``asks``."""
+    n = len(offsets)
+    return (np.array(offsets), np.full(n, 10), np.arange(1, n + 1), np.array(asks))
+
+
+def _files(tmp: Path, files: list[tuple[str, list]]) -> dict[str, list[tuple[int, int, int]]]:
+    """Each file's units as :func:`pipelines.build.write_file` writes it."""
+    out = {}
+    for rel, pieces in files:
+        write_file(str(tmp), rel, pieces)
+        data = (tmp / rel).read_bytes()
+        out[rel] = [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big", signed=True),
+                     int.from_bytes(data[i + 12:i + 20], "big", signed=True)) for i in range(0, len(data), 20)] \
+            if rel.startswith("consumequeue/") else data
+    return out
+
+
+def test_the_empty_request_first_takes_slot_zero_and_the_others_follow(tmp_path: Path) -> None:
+    """Its unit at 0; then a unit naming 0 appended at 20, one naming 4 at 40 (past the write position: appended),
+    one naming 2 skipped (below it), one naming 3 at 60; the second empty request skipped (its end, 0, not past 0)."""
+    got = _files(tmp_path, merged_queue_zero_files(_config(), _light([100, 200, 300, 400], [0, 4, 2, 3]), 50, 2))
+    assert got == {f"consumequeue/0/{0:020d}": [(0, 0, 0), (100, 10, 1), (200, 10, 2), (400, 10, 4), (0, 0, 0),
+                                                 (0, 0, 0)]}
+
+
+def test_an_empty_name_unit_first_fills_blanks_and_skips_the_empty_request(tmp_path: Path) -> None:
+    """The first unit names 2: two ``fillPreBlank`` units, it at 40; the empty request (after it) is skipped; the
+    next names 3 (at 60), the last 1 (skipped)."""
+    got = _files(tmp_path, merged_queue_zero_files(_config(), _light([100, 200, 300], [2, 3, 1]), 150, 1))
+    assert got == {f"consumequeue/0/{0:020d}": [BLANK, BLANK, (100, 10, 1), (200, 10, 2), (0, 0, 0), (0, 0, 0)]}
+
+
+def test_ext_units_are_every_empty_request_s_and_the_first_unit_holds_its_address(tmp_path: Path) -> None:
+    """With ext files: the empty request's unit's tagsCode is its ext unit's address (``Long.MIN_VALUE`` + 0), and
+    ``consumequeue_ext/0/`` holds one ext unit per request, put or skipped (here two, the second's unit skipped; the
+    empty-name units none); an empty request after the empty-name units leaves no unit but its ext unit."""
+    first = _files(tmp_path / "a", merged_queue_zero_files(_config(True), _light([100], [0]), 50, 2))
+    last = _files(tmp_path / "b", merged_queue_zero_files(_config(True), _light([100], [0]), 150, 2))
+    assert first[f"consumequeue/0/{0:020d}"][:3] == [(0, 0, -(1 << 63)), (100, 10, 1), (0, 0, 0)]
+    assert last[f"consumequeue/0/{0:020d}"][:2] == [(100, 10, 1), (0, 0, 0)]
+    ext = [rel for rel in first if rel.startswith("consumequeue_ext/0/")]
+    assert ext == [rel for rel in last if rel.startswith("consumequeue_ext/0/")] and len(ext) == 1
+    assert first[ext[0]] == last[ext[0]] and first[ext[0]][:20] != bytes(20)
+
+
+def test_a_full_file_is_followed_by_the_next(tmp_path: Path) -> None:
+    """The empty request's unit and five units naming 0 fill the first file; the sixth goes at 120, the next file."""
+    got = _files(tmp_path, merged_queue_zero_files(_config(), _light([100 * k for k in range(1, 7)], [0] * 6), 50, 1))
+    assert sorted(got) == [f"consumequeue/0/{0:020d}", f"consumequeue/0/{CQ_SIZE:020d}"]
+    assert got[f"consumequeue/0/{CQ_SIZE:020d}"][0] == (600, 10, 6)
+
+
+def test_as_restart_over_the_mix_is_refused_in_one_line(tmp_path: Path) -> None:
+    """``--as-restart`` where both reach topic "" queue 0: not checked against a broker, refused in one line."""
+    from pipelines.build_stage import Built
+    from pipelines.restart_topic_empty import write_topic_empty
+    from store_format.concurrent_reput import ConcurrentStop
+    from store_format.store import StoreLocation
+
+    st = StoreLocation(str(tmp_path), pafs.LocalFileSystem(), str(tmp_path), [])
+    built = Built([{"topic": "", "queue_id": 0, "file_start": 0}], [], 1, 1, [])
+    stop = ConcurrentStop(offset=300, why="", finding={}, empty_request=150, empty_requests=1)
+    with pytest.raises(UnsupportedConfigError) as e:
+        write_topic_empty(st, _config(), None, built, None, [stop], None, as_restart=True)  # type: ignore[arg-type]
+    assert "\n" not in str(e.value) and "--as-restart" in str(e.value) and "consumequeue/0/" in str(e.value)
+
+
+
+def test_the_build_starts_queue_zero_after_the_empty_request_only_where_it_comes_first() -> None:
+    """:func:`store_format.topic_empty_mix.empty_first_state` (the build's seed of that queue, so that the messages
+    table places the empty-name units where the files hold them): after the empty request's unit, max physical offset
+    0 and write position 20 in file 0; none where an empty-name unit comes first, or no empty request."""
+    from store_format.consumequeue import Q_FIRST_FILE, Q_MAX_PHYS, Q_WRITE_POS
+    from store_format.topic_empty_mix import empty_first_state
+
+    state = empty_first_state(_config(), np.array([100, 200]), 50, 1)
+    assert state is not None and (state[Q_MAX_PHYS], state[Q_WRITE_POS], state[Q_FIRST_FILE]) == (0, 20, 0)
+    assert empty_first_state(_config(), np.array([100, 200]), 150, 3) is None
+    assert empty_first_state(_config(), np.array([100]), 50, 0) is None
