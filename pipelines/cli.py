@@ -10,14 +10,14 @@ contract with operators and schedulers: keep it stable.
 Exit codes: 0 success; 1 the command ran and found something (differences, failed expectations, no
 match, tables not published); 2 an error the user can fix (one line on stderr); 130 interrupted.
 
-It holds the parser of every command with the words of each option, and is the one place that
-prints results and maps errors to exit codes; the commands' work lives in their own modules.
+It holds the parser of every command with the words of each option (one function a command; the
+options' types: :mod:`pipelines.arg_types`), and is the one place that prints results and maps
+errors to exit codes; the commands' work lives in their own modules.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as _dt
 import json
 import logging
 import os
@@ -25,86 +25,26 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
 from store_format.errors import StoreError, UsageError
 
+from .arg_types import positive_int, size_arg, split_size_arg, time_arg, zone_arg
 from .console import configure_logging
 
 __all__ = ["main", "build_parser", "size_arg", "time_arg", "zone_arg", "UsageError"]
 
 log = logging.getLogger("pipelines")
 
-MIN_SPLIT_SIZE = 4096  # pipelines.plan.plan_splits refuses less
 TABLE_CHOICES = ("messages", "message_keys", "segments", "anomalies", "expiry_audit", "runs")
 
 
 # ---------------------------------------------------------------------------------------------
-# argument types
-
-
-def size_arg(text: str) -> int:
-    """Bytes from ``134217728``, ``128m``, ``128MiB``, ``1g``, ``512k``."""
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    t = text.strip().lower()
-    for suffix in ("ib", "b"):
-        if t.endswith(suffix) and len(t) > len(suffix):
-            t = t[: -len(suffix)]
-            break
-    try:
-        value = int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
-    except (ValueError, KeyError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (use bytes or e.g. 64m, 1g)") from None
-    return value
-
-
-def split_size_arg(text: str) -> int:
-    value = size_arg(text)
-    if value < MIN_SPLIT_SIZE:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is too small for a split: use at least 4k (the default is 128m)")
-    return value
-
-
-def time_arg(text: str) -> int:
-    """Epoch milliseconds from ``now``, digits (epoch ms), or ISO 8601 (UTC unless it names a zone)."""
-    from store_format.timeutil import datetime_to_ms
-    t = text.strip()
-    if t.lower() == "now":
-        return datetime_to_ms(_dt.datetime.now(_dt.timezone.utc))
-    if t.isdigit():
-        return int(t)
-    try:
-        v = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a time: use ISO 8601 (2024-01-10T04:00:00Z), epoch ms, or now") from None
-    return datetime_to_ms(v)  # naive: UTC
-
-
-def zone_arg(text: str) -> str:
-    """An IANA time zone name (``UTC``, ``Asia/Shanghai``), checked now rather than after the scan."""
-    from store_format.timeutil import zone
-    try:
-        zone(text)
-    except (ValueError, KeyError):
-        raise argparse.ArgumentTypeError(f"unknown time zone {text!r} (use an IANA name such as UTC or "
-                                         "Asia/Shanghai)") from None
-    return text
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
 # parser
+
+
+_Command = Callable[..., argparse.ArgumentParser]   # build_parser's command(name, help, *parents): its parser
 
 
 class _Parser(argparse.ArgumentParser):
@@ -149,15 +89,28 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=_HANDLERS[name])
         return p
 
+    for declare in (_rebuild_command, _demo_command, _sample_command, _tables_command, _lookup_command,
+                    _audit_command, _validate_command, _optimize_command, _vacuum_command, _dump_command,
+                    _verify_command, _repair_command):   # in the order --help lists them
+        declare(command)
+    return parser
+
+
+def _rebuild_command(command: _Command) -> None:
     p = command("rebuild", "rebuild consumequeue/ and index/ (and consumequeue_ext/ with enableConsumeQueueExt, "
                 "batchconsumequeue/ for 5.x BatchCQ topics) from commitlog/", "store", "spark", "json")
     _rebuild_arguments(p, store_required=True)
+
+
+def _demo_command(command: _Command) -> None:
     p = command("demo", "rebuild a store (default: a generated sample) on local Spark and look a key up",
                 "store", "spark")
     _rebuild_arguments(p, store_required=False)
     p.add_argument("--messages", type=positive_int, default=200_000,
                    help="messages in the generated sample store, when no --store is given (default 200000)")
 
+
+def _sample_command(command: _Command) -> None:
     p = command("sample", "write a sample store (commitlog and broker.conf) for trying things out")
     p.add_argument("--out", required=True, help="store root to create (existing segments there are replaced)")
     p.add_argument("--messages", type=positive_int, default=20_000,
@@ -170,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write records as the 4.9.x or the 5.x broker does (default: brokerVersion in --config, "
                         "else 4.9.x)")
 
+
+def _tables_command(command: _Command) -> None:
     p = command("tables", "refresh the Delta tables of a store without rebuilding its files",
                 "store", "spark", "json")
     p.add_argument("--store", required=True, help="broker store root (the folder holding commitlog/)")
@@ -181,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "present); without it: a warning")
     _table_writer_argument(p)
 
+
+def _lookup_command(command: _Command) -> None:
     p = command("lookup", "find messages by key, client msgId or offset msgId (exit 1: none found)", "json")
     p.add_argument("--tables", help="root folder of the Delta tables")
     p.add_argument("--topic", help="topic of the key (optional with --msg-id)")
@@ -200,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most this many messages (default: all found in the tables; with --index: offsets "
                         "collected, default 64 as the broker's)")
 
+
+def _audit_command(command: _Command) -> None:
     p = command("audit", "what the next cleanups delete, and the unconsumed messages lost with them", "json")
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
     p.add_argument("--as-of", required=True, type=time_arg,
@@ -228,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", action="store_true", help="also replace the expiry_audit table with this audit")
     p.add_argument("--report", help="also write the audit summary as JSON to this file (default: none)")
 
+
+def _validate_command(command: _Command) -> None:
     p = command("validate", "check the Delta tables against the data-quality suite and write Data Docs "
                             "(exit 1: expectations failed)", "json")
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
@@ -239,10 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master", default=None,
                    help="--engine spark: Spark master URL (default: local[*], or spark-submit's)")
 
+
+def _optimize_command(command: _Command) -> None:
     p = command("optimize", "compact the small files of the Delta tables; readers see the same rows", "json")
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
     p.add_argument("--table", action="append", choices=TABLE_CHOICES, metavar="NAME",
                    help="a table to compact, repeatable (default: all six)")
+
+
+def _vacuum_command(command: _Command) -> None:
     p = command("vacuum", "delete the files of replaced table versions, never those the newest complete run "
                           "reads", "json")
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
@@ -253,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "readers may open are kept whatever it is")
     p.add_argument("--dry-run", action="store_true", help="list the files that would go, delete nothing")
 
+
+def _dump_command(command: _Command) -> None:
     p = command("dump", "decode store files read-only: commitlog segments, DLedger data and index files "
                         "(dledger-<selfId>/data/, index/), consume queue and index files, checkpoint, config/*.json",
                 "json")
@@ -266,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse (exit 2) while a broker may be running on the files' store (its lock held, or "
                         "abort present); without it: a warning")
 
+
+def _verify_command(command: _Command) -> None:
     p = command("verify", "compare a store's consumequeue/ (files or RocksDB entries), index/ (consumequeue_ext/, "
                           "batchconsumequeue/) with a rebuild from its commitlog (exit 1: differences)",
                 "store", "spark", "json")
@@ -277,6 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse (exit 2) while a broker may be running on the store (its lock held, or abort "
                         "present); without it: a warning")
 
+
+def _repair_command(command: _Command) -> None:
     p = command("repair", "verify, then replace only the damaged, missing or extra files of a store",
                 "store", "spark", "json")
     p.add_argument("--store", required=True, help="broker store root")
@@ -285,7 +257,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="repair even when a broker may be running on the store")
     p.add_argument("--engine", choices=["spark", "local"], default="spark",
                    help="how the reference rebuild runs: spark (default) or local (see rebuild --engine)")
-    return parser
 
 
 def _table_writer_argument(p: argparse.ArgumentParser) -> None:

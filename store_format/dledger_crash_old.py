@@ -200,7 +200,7 @@ def old_parsed_keys(st: StoreLocation, inside: np.ndarray, parsed: list[tuple[in
     refused one are indexed first, then a parsed key not below the last of them, then the later records not below it
     (checked against the 5.5.1 and 5.3.3 brokers: ``tests/test_dledger_crash_old_48_unindexed_broker.py``).  The
     rebuild's index applies the same rule in reading order; ``verify`` follows these runs
-    (``pipelines.verify.restart.predict_index``)."""
+    (``pipelines.verify.restart_index.predict_index``)."""
     old = [inside_key_offsets(st, records, config) for _, records in parsed]
     runs = tuple((at, next(s.end for s in st.segments if s.base <= at < s.end), len(k))
                  for (at, _), k in zip(parsed, old))

@@ -19,8 +19,8 @@ table's max (:func:`store_format.empty_topic_restart.reput_start_over_table`, wi
 nothing put again, or on 5.5.1's clean start R put by the second reput onto the queue it creates afresh over the
 held file (:func:`store_format.empty_topic_restart.opened_afresh`); T0/0 and %LMQ%a/0 as the broker's table after
 the load (the truncate took their zeroed last file's first unit: max 0) and the units its dispatches put there: on
-5.5.1's clean start R appended again to %LMQ%a/0, its request naming queue offset 0 (pipelines/verify/restart.py
-``_held_put_again``).
+5.5.1's clean start R appended again to %LMQ%a/0, its request naming queue offset 0 (pipelines/verify/restart_recheck.py
+``held_put_again``).
 
 By default 5.5.1's ``-small-clean-recheck``; ``PIPELINES_FULL_SUITE=1`` adds 5.5.1's other three and 5.3.3's four.
 """

@@ -1,7 +1,8 @@
 """``index/`` at a restart, for :func:`pipelines.verify.restart.predict_restart` and the RocksDB predictions:
 which index files ``IndexService.load`` extends and an abnormal start deletes, and how many keys
 ``IndexService.buildIndex`` puts again (the recovery's dispatch, the start's second reput, a reput set inside a
-DLedger entry that parses messages there), counted from the rebuild's own index files."""
+DLedger entry that parses messages there), counted from the rebuild's own index files; where
+:func:`~pipelines.verify.restart.predict_restart`'s dispatches put them from: :func:`index_at_restart`."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from store_format.layout import index_file_size
 from .compare import IndexView
 from .report import RestartPrediction
 
-__all__ = ["predict_index"]
+__all__ = ["index_at_restart", "predict_index"]
 
 
 def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, store_index: list[tuple[str, int, dict]],
@@ -119,3 +120,54 @@ def _keys_in(expected_index: Callable[[], Iterator[bytes]], config: BrokerConfig
         if put.any():
             end_phy = max(end_phy, int(offs[put].max()))
     return keys, end_phy
+
+
+def index_at_restart(p: RestartPrediction, first: int, again: int, *, config: BrokerConfig,
+                     store_index: list[tuple[str, int, dict]], expected_index: Callable[[], Iterator[bytes]],
+                     checkpoint_index_ts: int | None, clean_shutdown: bool, end: int, abnormal_from: int | None,
+                     second_reput: bool, reindex_from: int | None, skip: tuple[int, int] | None,
+                     again_to: int | None, parsed_keys: tuple[int, ...] | None, parsed_then: int | None,
+                     walk_end: int | None, walk_from: int | None, old_runs: tuple[tuple[int, int, int], ...]) -> None:
+    """``IndexService.buildIndex`` during the start's dispatches (:func:`predict_index`; it skips records below the
+    last index file's ``endPhyOffset``): from ``first`` (after
+    ``CommitLog.recoverAbnormally``'s dispatch, ``abnormal_from``, from there: the records from there, then a 4.9.x
+    reput from the queues' max, the records from there again, their keys from the last indexed record on, or the 5.x
+    second one from ``again``).  With ``second_reput`` the second walk puts the keys of the records at or after both
+    ``again`` and the last index file's ``endPhyOffset`` (the last indexed record a second time).
+
+    After a 5.x DLedger crash: ``reindex_from``: the reput starts there and indexes the last indexed record
+    again; ``skip``: the records whose keys no one puts; ``again_to``: the keys put again are those of
+    ``reindex_from`` alone.  ``parsed_keys`` (the start's reput set inside an
+    entry parses messages there: :attr:`store_format.dledger_crash.DLedgerCrash.inside_keys`, the PHYSICALOFFSET
+    fields of their keys in put order) and ``parsed_then`` (where that reput walks on from, None: past the log's
+    end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
+    ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
+    ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it, and every key
+    counted lies below ``end``, where the dispatch ends: the walk's end when the start's reput begins at
+    the log's end, ``DLedgerCrash.end``; the rebuild's index holds the records past it too).
+    ``walk_from``: where the walk's keys begin (a reput from before it, ``dispatch_from``: its own records after,
+    ``IndexService.buildIndex`` skipping those below the ``endPhyOffset`` the walk left: with ``parsed_keys`` its
+    ``parsed_then``, else ``reindex_from``'s second walk).
+    ``old_runs``: with ``parsed_keys``, a reput from a converted store's old files whose check refuses records there
+    and parses messages 48 bytes further (:attr:`store_format.dledger_crash.DLedgerCrash.old_parsed_runs`): the last
+    of ``parsed_keys`` are theirs, put in reput order among the old records' (:func:`predict_index`).
+    With ``abnormal_from``, ``parsed_keys`` are those of a 5.5.1 accelerated walk from inside a record
+    (``RecoveryPlan.walk_keys``; ``walk_end`` its start: the rebuild holds none of its records)."""
+    # recoverAbnormally's dispatch, then a 4.9.x reput from the queues' max (or the 5.x second one)
+    if abnormal_from is not None:
+        then = again if second_reput else p.reput_from if not config.is_5x and p.reput_from < end else None
+        predict_index(p, abnormal_from, config=config, store_index=store_index, expected_index=expected_index,
+                      checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown, end=end,
+                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end, accelerated=True,
+                      second_reput_from=then, second_reput_note=None if second_reput else (
+                          f"4.9.x DefaultMessageStore.start: the reput walks again from {then} (the queues' max "
+                          "physical offset after the recovery), indexing the last indexed record a second time "
+                          "when it lies there"))
+    else:
+        predict_index(p, first if walk_from is None else walk_from, config=config, store_index=store_index,
+                      expected_index=expected_index, checkpoint_index_ts=checkpoint_index_ts,
+                      clean_shutdown=clean_shutdown, end=end
+                      if second_reput or reindex_from is not None or parsed_keys is not None or walk_end is not None
+                      else None,
+                      second_reput_from=again if second_reput else reindex_from, skip=skip, second_end=again_to,
+                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end, old_runs=old_runs)
