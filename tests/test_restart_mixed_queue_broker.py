@@ -75,12 +75,10 @@ def _units(folder: Path) -> list[tuple[int, int]]:
     """(commitlog offset, size) of every unit of a queue's files up to the first empty one."""
     out = []
     for f in sorted(folder.iterdir()):
-        data = f.read_bytes()
-        for i in range(0, len(data) - 19, 20):
-            size = int.from_bytes(data[i + 8:i + 12], "big", signed=True)
+        for offset, size in bh.cq_units(f):
             if size <= 0:
                 return out
-            out.append((int.from_bytes(data[i:i + 8], "big"), size))
+            out.append((offset, size))
     return out
 
 

@@ -47,12 +47,6 @@ def run(request) -> dict:
     return bh.written_once(request, _RUNS, STORES, then=bh.restart_checked, every=True)[NAME]
 
 
-def _units(path: Path) -> list[tuple[int, int]]:
-    data = path.read_bytes()
-    return [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big", signed=True))
-            for i in range(0, len(data) - 19, 20)]
-
-
 def test_the_broker_appended_the_walk_s_units_at_the_loaded_file_s_start(run) -> None:
     """What the broker wrote: ``before/``'s T0/0 is file 0 of zeros; after the restart it holds puts 2 and 3 at 0 and
     20 (no ``fillPreBlank`` units), nothing after; the queue's max offset is 2 units."""
@@ -60,7 +54,7 @@ def test_the_broker_appended_the_walk_s_units_at_the_loaded_file_s_start(run) ->
     f = f"{0:020d}"
     before = d / "before" / "consumequeue" / "T0" / "0"
     assert [p.name for p in before.iterdir()] == [f] and not (before / f).read_bytes().strip(b"\0")
-    after = _units(d / "expected" / "consumequeue" / "T0" / "0" / f)
+    after = bh.cq_units(d / "expected" / "consumequeue" / "T0" / "0" / f)
     assert after[0][0] == w["checkpointLogicsPhysicalOffset"] and after[0][1] > 0 and after[1][1] > 0, after[:3]
     assert after[1][0] == after[0][0] + after[0][1] and set(after[2:]) == {(0, 0)}, after[:3]
     assert w["queuesAfterLoad"]["T0/0"]["maxOffset"] == 40, w["queuesAfterLoad"]["T0/0"]
