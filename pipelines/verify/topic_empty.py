@@ -64,7 +64,7 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
         _not_predicted(p, files, why)
         return
     # the records dispatched: recoverAbnormally's walk all of them; else the reput's (5.x: recoverNormally's) from
-    # its first record on (pipelines.verify.restart._reput_start)
+    # its first record on (pipelines.verify.restart_dispatch.reput_start)
     first = p.reput_from if p.reput_from_inclusive else p.reput_from + 1
     units, sizes = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, -1 if abnormal else first - 1)
     again_queues = reput_again_queues(st, config, walk_from=recovery.dispatch_from, reput_first=first,
