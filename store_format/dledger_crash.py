@@ -363,6 +363,7 @@ def _cut(st: StoreLocation, files: list[Segment], first: int, end: int, early: b
                       tags=lambda offset, size, queue, light=False: _own_tags(st, files, offset, size, queue,
                                                                               config, light),
                       ext_held=on_disk.ext_end if on_disk is not None else None,
+                      loaded_at=on_disk.loaded_at if on_disk is not None else None,
                       ext_earlier=earlier_counter(st, files, first, config, rec.committed_pos))
 
 

@@ -171,6 +171,10 @@ class QueuesOnDisk:
     # ConsumeQueue.recover stopped in from its start, putMessagePositionInfo's rule, then cuts it), its units own ones,
     # light ones or both
     zeros_queues: frozenset[tuple[str, int]] = frozenset()
+    # per consume queue holding units (zeros_queues too): its max physical offset and write position (queue bytes) as
+    # ConsumeQueue.recover left its files, before the walk (a file of zeros: max -1, the kept file's start), where the
+    # walk's putMessagePositionInfo appends its first unit of the queue
+    loaded_at: Mapping[tuple[str, int], tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,7 +240,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                inside: Inside | None = None, ext_file_size: int = 0,
                reset_emptied: bool = False, ext_earlier: EarlierOwn | None = None,
                after: np.ndarray | None = None, walk_end: int = -1, tags: Tags | None = None,
-               ext_held: Mapping[tuple[str, int], int] | None = None) -> QueueCut:
+               ext_held: Mapping[tuple[str, int], int] | None = None,
+               loaded_at: Mapping[tuple[str, int], tuple[int, int]] | None = None) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
@@ -255,7 +260,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     back the cut units from there like any reput; after a walk that ended early, from before its end only: then it
     walks the walk's records from there again, and the damaged message and the records after it, ``after``)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
-    :func:`store_format.dledger_inside_units.place_inside`; ``ext_held``: :attr:`QueuesOnDisk.ext_end`).
+    :func:`store_format.dledger_inside_units.place_inside`; ``ext_held``: :attr:`QueuesOnDisk.ext_end`; ``loaded_at``:
+    :attr:`QueuesOnDisk.loaded_at`).
     ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
@@ -298,7 +304,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         reput, inside_from, inside_records, placed = confirm_offset, -1, (), Placed()
     past = past_walk_units(cut.per_queue, after, reput, walk_end)
     run = ReputRun(track, process_offset, reput, end, inside_from, cq_file_size, bcq_file_size, ext, ext_file_size,
-                   reset_emptied, past.after, on_disk, tags, ext_held, ext_earlier)
+                   reset_emptied, past.after, on_disk, tags, ext_held, ext_earlier, loaded_at)
     back = put_back_units(run, walk, cut, past, placed)
     ext_again = reput_ext_units(run, back.put_back, walk_end, back.placed)
     reset = sorted(track.names[q] for q, v in cut.max_after.items() if cut.table_max(q, reset_emptied) != v)

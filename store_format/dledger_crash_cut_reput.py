@@ -106,6 +106,8 @@ class ReputRun:
     tags: Tags | None
     ext_held: Mapping[tuple[str, int], int] | None
     ext_earlier: EarlierOwn | None
+    # per queue on disk before the walk: max and write position as ConsumeQueue.recover left them (QueuesOnDisk)
+    loaded_at: Mapping[tuple[str, int], tuple[int, int]] | None = None
 
 
 @dataclasses.dataclass
@@ -162,7 +164,8 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
     write position (:class:`QueueMove`; in a queue the cut emptied, a new file where the first falls, ``fillPreBlank``
     before it); an ordinary consume queue's (no light units beside own ones) placed by
     :func:`store_format.consumequeue.assign_positions` from the state the cut left (:func:`_reput_positions`, which
-    refuses one whose walk did not put its cut units one after the other); an ordinary queue the messages parsed where
+    refuses one whose reput puts back a unit its walk dropped or whose first cut unit does not follow the walk's unit
+    before it); an ordinary queue the messages parsed where
     the reput was set go to, written whole
     (``placed.whole``); a queue holding a record's own units and light ones replayed whole (:func:`_disk_mixed_whole`,
     :func:`_mixed_whole`) or refused."""
@@ -224,7 +227,8 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         restored += n
         # where the units put back go: an ordinary queue's as putMessagePositionInfo put them (at), else appended
         # from the write position the cut left (a batch queue the cut emptied: 0, its first unit's)
-        first, last = int(pos[0]), int(pos[-1])
+        appended = pos[pos >= 0]   # the walk's appended units (_reput_positions: -1 where it dropped one)
+        first, last = (int(appended[0]), int(appended[-1])) if len(appended) else (-1, -1)
         to = at[len(rows) - n:] if at is not None else first + unit * np.arange(n, dtype=np.int64)
         if n == len(rows):
             put_back[q] = (rows[:, U_OFFSET], to if at is not None else pos)
@@ -280,30 +284,40 @@ def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarr
     before the walk that the cut left: the one it left there; else the first cut unit's position), a queue the cut
     left no file starting at its first unit's own position (``fillPreBlank`` before it).  ``key_before``: the queue
     offset of the walk's unit before them, in any of its data files (:func:`_keys_before`; None: none).  A queue on disk
-    before the walk with none: the walk's from the write position and max its files' cut leaves (``run.on_disk``: the
-    walk's units there are its cut ones only, so the cut takes them back to where the walk began).
+    before the walk with none (``run.on_disk``): the walk's from the max and write position ``ConsumeQueue.recover``
+    gave its files before the walk (``run.loaded_at``; a kept file of zeros: max -1, that file's start), where
+    ``putMessagePositionInfo`` appended the first one whatever its queue offset, not from the state the cut leaves
+    (which a cut deleting the files or reading an older file of zeros moves elsewhere).
+
+    The walk's position is -1 where it dropped one (a queue offset * 20 below its write position, not 0: "Build
+    consume queue repeatedly"); the reput drops that one too unless its own write position lies lower.
 
     Raises:
-        UnsupportedConfigError: the walk dropped one of them (a queue offset * 20 below the write position, not 0), the
-            first one's queue offset is not one past the walk's unit before it (then it is not where the walk put
-            it).  A queue on disk before the walk with no walk unit before them: the walk's positions are taken from
-            the first one's queue offset (not checked; starting them at the write position the cut leaves breaks the
-            zeros-queue shapes the broker checked: tests/test_dledger_cut_put_back.py's strict xfail)."""
+        UnsupportedConfigError: the reput puts back a unit the walk dropped (where the walk had it is not read), or
+            the first one's queue offset is not one past the walk's unit before it (then it is not where the walk put
+            it)."""
     label = "/".join(map(str, run.track.names[q]))
     ends = rows[:, U_END] - rows[:, U_OFFSET]
-    walk_pos = assign_positions(np.zeros(len(rows), np.int64), rows[:, U_OFFSET], ends, queue_offsets,
-                                run.cq_file_size, loaded_state(-1, int(queue_offsets[0]) * CQ_UNIT_SIZE, loaded=True))
-    if (walk_pos < 0).any() or (key_before is not None and key_before + 1 != int(queue_offsets[0])):
-        raise cut_refusal(f"the queue {label} whose walk did not put its cut units one after the other from the first "
-                          "one's queue offset (a queue offset of them below the write position, or the first one's not "
-                          "right after the one before it)")
-    emptied = cut.emptied(q)
     held = (run.on_disk or {}).get(run.track.names[q])
+    walk_state = loaded_state(-1, int(queue_offsets[0]) * CQ_UNIT_SIZE, loaded=True)
+    if held is not None and key_before is None:   # the walk appended its first unit onto the files recover loaded
+        loaded = (run.loaded_at or {}).get(run.track.names[q])
+        assert loaded is not None, "a queue on disk has the state recover left it in"
+        walk_state = loaded_state(*loaded, loaded=True)
+    walk_pos = assign_positions(np.zeros(len(rows), np.int64), rows[:, U_OFFSET], ends, queue_offsets,
+                                run.cq_file_size, walk_state)
+    if key_before is not None and key_before + 1 != int(queue_offsets[0]):
+        raise cut_refusal(f"the queue {label} whose walk did not put its cut units one after the other from the first "
+                          "one's queue offset (the first one's not right after the one before it)")
+    emptied = cut.emptied(q)
     write = held[2] if held is not None and held[1] else int(walk_pos[0])
     state = loaded_state(cut.max_after.get(q, -1), 0 if emptied else write, loaded=not emptied)
     at = np.full(len(rows), -1, dtype=np.int64)
     at[dispatched] = assign_positions(np.zeros(int(dispatched.sum()), np.int64), rows[dispatched, U_OFFSET],
                                       ends[dispatched], queue_offsets[dispatched], run.cq_file_size, state)
+    if (walk_pos[at >= 0] < 0).any():   # where the walk had it is where the reput's move takes it from
+        raise cut_refusal(f"the queue {label} whose walk dropped a cut unit the reput puts back (its queue offset * 20 "
+                          "below the walk's write position, not below the one the cut left)")
     return walk_pos, at
 
 

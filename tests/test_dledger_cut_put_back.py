@@ -4,8 +4,10 @@ DLedger crash walk (:func:`store_format.dledger_crash_cut.cut_queues`, its put-b
 (rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo``): a unit ending at or below the queue's max is dropped,
 one whose queue offset is not 0 and whose ``* 20`` lies below the write position too ("Build consume queue
 repeatedly"), every other appended at the write position whatever its queue offset ("logic queue order maybe wrong"
-only logged).  The broker's case of a queue offset ahead: tests/test_dledger_crash_cut_gap_broker.py; a cut unit the
-walk dropped has none, and is refused in one line."""
+only logged).  The broker's case of a queue offset ahead: tests/test_dledger_crash_cut_gap_broker.py; of a queue
+on disk with no walk unit before its cut ones: tests/test_dledger_crash_held_broker.py; of a cut unit the walk dropped
+(below a file of zeros named 220): tests/test_dledger_crash_zeros_files_broker.py.  One the reput puts back though the
+walk dropped it has none, and is refused in one line."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,12 +24,14 @@ END = 900
 
 def _cut(keys: list[int], reput: int, offsets: tuple[int, ...] = (400, 600, 700, 800),
          before: dict[int, tuple[int, int]] | None = None, light: bool = False,
-         on_disk: dict[tuple[str, int], tuple[int, bool, int, bool]] | None = None):  # noqa: ANN202
+         on_disk: dict[tuple[str, int], tuple[int, bool, int, bool]] | None = None,
+         loaded_at: dict[tuple[str, int], tuple[int, int]] | None = None):  # noqa: ANN202
     """T0/0 with units at commitlog ``offsets`` (400: below ``processOffset``) of queue offsets ``keys``, the reput from
     the committed position ``reput`` (no ``recheckReputOffsetFromCq``); ``before``: the queue's last unit (queue
     offset, end) in the walk's earlier data files (``light``: the units light queue units, ``multiDispatchLmqQueue``'s,
     there too); ``on_disk``: the queue's files
-    as the cut left them (``QueuesOnDisk.max_after_cut``)."""
+    as the cut left them (``QueuesOnDisk.max_after_cut``), ``loaded_at``: as ``ConsumeQueue.recover`` left them before
+    the walk (max, write position: ``QueuesOnDisk.loaded_at``)."""
     track = QueueTrack()
     track.names, track.ids = [("T0", 0)], {("T0", 0): 0}
     kind = KIND_LIGHT if light else KIND_CQ
@@ -36,7 +40,7 @@ def _cut(keys: list[int], reput: int, offsets: tuple[int, ...] = (400, 600, 700,
         track.seen_before = {0}
         (track.light_before if light else track.last_before).update(before)
     return cut_queues(track, PROCESS_OFFSET, cq_file_size=CQ_FILE, bcq_file_size=CQ_FILE, ext=False, recheck=False,
-                      min_offset=0, confirm_offset=reput, end=END, on_disk=on_disk)
+                      min_offset=0, confirm_offset=reput, end=END, on_disk=on_disk, loaded_at=loaded_at)
 
 
 def test_a_cut_unit_whose_queue_offset_is_ahead_goes_where_the_write_position_is() -> None:
@@ -52,12 +56,18 @@ def test_a_cut_unit_whose_queue_offset_is_ahead_goes_where_the_write_position_is
     assert (c.moves, c.restored, dict(c.lost)) == ((), 3, {})
 
 
-def test_a_cut_unit_the_walk_dropped_is_refused_in_one_line() -> None:
-    # queue offsets 5, 6, 3, 7: 3 * 20 lies below the walk's write position 140 (not 0): the walk dropped it, so its
-    # cut units are not where their queue offsets say
+def test_a_cut_unit_the_walk_dropped_is_dropped_again_and_one_put_back_is_refused_in_one_line() -> None:
+    # queue offsets 5, 6, 3, 7: 3 * 20 lies below the walk's write position 140 (not 0): the walk dropped it and put
+    # 7's at 140; the cut leaves write position 120, the reput from 700 drops 3's again (60 below 120) and appends 7's
+    # at 120: 140 -> 120, the units of 600 and 700 lost
+    (move,) = (c := _cut([5, 6, 3, 7], 700)).moves
+    assert (move.source, move.target, move.count) == (140, 120, 1)
+    assert (c.restored, c.lost[("T0", 0)].tolist()) == (1, [600, 700])
+    # queue offsets 5, 6, 8, 7: the walk appended 8's at 140 (ahead) and dropped 7's (140 below 160); the reput from 800
+    # appends 7's at 120: a unit put back that the walk did not put anywhere
     with pytest.raises(UnsupportedConfigError) as e:
-        _cut([5, 6, 3, 7], 700)
-    assert "\n" not in str(e.value) and "T0/0" in str(e.value) and "below the write position" in str(e.value)
+        _cut([5, 6, 8, 7], 800)
+    assert "\n" not in str(e.value) and "T0/0" in str(e.value) and "walk dropped a cut unit" in str(e.value)
     # and a first cut unit not right after the walk's unit before it (queue offsets 5, 9, 10, 11)
     with pytest.raises(UnsupportedConfigError) as e:
         _cut([5, 9, 10, 11], 700)
@@ -76,26 +86,29 @@ def test_a_first_cut_unit_not_right_after_the_walks_unit_in_an_earlier_data_file
     assert (move.source, move.target, move.count) == (140, 120, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="known gap, no broker case: starting the walk's positions at the write "
-                   "position the cut leaves broke the broker-checked zeros-queue stores "
-                   "(tests/test_dledger_crash_zeros*_broker.py, whose walk puts its units at the kept file's start), "
-                   "so it was taken out; the two shapes need one rule")
-def test_a_queue_on_disk_with_no_walk_unit_below_process_offset_starts_where_its_files_cut_leaves_it() -> None:
-    # T0/0 on disk up to write position 120 (max 450), the walk's units of it its cut ones only, queue offsets 9, 10,
-    # 11: putMessagePositionInfo appended the first (180, ahead) at 120, the others after it; the cut takes them back
-    # to 120, the reput from 700 appends the last two from there: 140 -> 120
-    c = _cut([9, 10, 11], 700, (600, 700, 800), on_disk={("T0", 0): (450, True, 120, True)})
+def test_a_queue_on_disk_with_no_walk_unit_below_process_offset_starts_where_recover_left_its_files() -> None:
+    # T0/0 loaded by ConsumeQueue.recover up to write position 120 (max 450), the walk's units of it its cut ones only,
+    # queue offsets 9, 10, 11: putMessagePositionInfo appended the first (180, ahead) at 120, the others after it (the
+    # broker's -partial-held-ahead store, tests/test_dledger_crash_held_broker.py); the cut takes them back to 120, the
+    # reput from 700 appends the last two from there: 140 -> 120
+    held, loaded = {("T0", 0): (450, True, 120, True)}, {("T0", 0): (450, 120)}
+    c = _cut([9, 10, 11], 700, (600, 700, 800), on_disk=held, loaded_at=loaded)
     (move,) = c.moves
     assert (move.source, move.target, move.count, move.blank_from) == (140, 120, 2, -1)
     assert (c.restored, c.lost[("T0", 0)].tolist()) == (2, [600])
     # their own queue offsets from the write position: the walk put them there, the reput from 600 puts all back
-    c = _cut([6, 7, 8], 600, (600, 700, 800), on_disk={("T0", 0): (450, True, 120, True)})
+    c = _cut([6, 7, 8], 600, (600, 700, 800), on_disk=held, loaded_at=loaded)
     assert (c.moves, c.restored, dict(c.lost)) == ((), 3, {})
-    # a queue offset * 20 below the files' write position: the walk dropped it (Build consume queue repeatedly)
-    with pytest.raises(UnsupportedConfigError) as e:
-        _cut([4, 5, 6], 700, (600, 700, 800), on_disk={("T0", 0): (450, True, 120, True)})
-    assert "\n" not in str(e.value) and "below the write position" in str(e.value)
-    # every file of it deleted by the cut: where the walk began is not read
-    with pytest.raises(UnsupportedConfigError) as e:
-        _cut([9, 10, 11], 700, (600, 700, 800), on_disk={("T0", 0): (500, False, 0, True)})
-    assert "\n" not in str(e.value) and "every file of it deleted" in str(e.value)
+    # queue offsets * 20 below the files' write position: the walk dropped 4's and 5's (Build consume queue
+    # repeatedly), put 6's at 120; the reput from 700 drops 5's again and appends 6's at 120 (the broker's
+    # -zeros-emptied-named drops so below a file of zeros named 220, tests/test_dledger_crash_zeros_files_broker.py)
+    (move,) = (c := _cut([4, 5, 6], 700, (600, 700, 800), on_disk=held, loaded_at=loaded)).moves
+    assert (move.source, move.target, move.count, c.lost[("T0", 0)].tolist()) == (120, 120, 1, [600, 700])
+    # a kept file of zeros (recover: max -1, write position its start, 0) whose every file the cut deletes (the
+    # broker's -zeros-emptied, tests/test_dledger_crash_zeros_broker.py): the walk put them from 0 whatever their
+    # queue offsets, not from the state the cut leaves (no file); the reput from 700 puts the last two into a new file
+    # where 10 falls (fillPreBlank before it): 20 -> 200
+    c = _cut([9, 10, 11], 700, (600, 700, 800), on_disk={("T0", 0): (500, False, 0, True)},
+             loaded_at={("T0", 0): (-1, 0)})
+    (move,) = c.moves
+    assert (move.source, move.target, move.count, move.blank_from) == (20, 200, 2, 0)

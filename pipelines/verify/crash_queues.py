@@ -119,7 +119,9 @@ def dledger_crash_on_disk(st: StoreLocation, config: BrokerConfig, dledger: DLed
                            empty_queues=frozenset((topic, int(qid)) for s in empty if id(s) not in zeros
                                                   for topic, qid in [s.restart.queue.rsplit("/", 1)]),
                            zeros_queues=frozenset((topic, int(qid)) for s in empty if id(s) in zeros
-                                                  for topic, qid in [s.restart.queue.rsplit("/", 1)]))
+                                                  for topic, qid in [s.restart.queue.rsplit("/", 1)]),
+                           loaded_at={q: (s.restart.max_physic_offset, s.restart.write_position)
+                                      for q, s, batch in loaded if not batch})
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:
