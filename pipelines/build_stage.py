@@ -58,19 +58,29 @@ class Built:
         start's ``ConsumeQueue.recover`` reads them (:func:`store_format.consumequeue_recovery.file_units`): the
         message units, the commitlog offsets of the first and the last, as the build's own rows count them; a row
         added for a file the build did not write (no store times).  ``units`` and ``queues`` follow."""
-        rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in (*self.cq_files, *self.bcq_files)}
+        figures = []
         for topic, qid, start in sorted(set(written)):
             batch = topic in config.batch_topics
-            folder, size, _unit = queue_layout(config, batch)
+            folder, _size, _unit = queue_layout(config, batch)
             offsets = file_units(staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}"),
                                  BCQ_RULES if batch else CQ_RULES)
+            figures.append((topic, qid, start, len(offsets), int(offsets[0]) if len(offsets) else None,
+                            int(offsets[-1]) if len(offsets) else None))
+        self.set_rows(figures, config)
+
+    def set_rows(self, figures: list[tuple[str, int, int, int, int | None, int | None]], config: BrokerConfig) -> None:
+        """The rows of queue files written after the build, from figures known: (topic, queue id, file start, message
+        units, the commitlog offsets of the first and the last); a row added for a file the build did not write (no
+        store times).  ``units`` and ``queues`` follow."""
+        rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in (*self.cq_files, *self.bcq_files)}
+        for topic, qid, start, entries, begin, end in figures:
+            batch = topic in config.batch_topics
             row = rows.get((topic, qid, start))
             if row is None:
                 row = {"kind": BCQ_KIND if batch else "cq", "topic": topic, "queue_id": qid, "file_start": start,
-                       "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
+                       "bytes": queue_layout(config, batch)[1], "first_store_timestamp": None, "end_timestamp": None}
                 (self.bcq_files if batch else self.cq_files).append(row)
-            row.update(entries=len(offsets), begin_offset=int(offsets[0]) if len(offsets) else None,
-                       end_offset=int(offsets[-1]) if len(offsets) else None)
+            row.update(entries=entries, begin_offset=begin, end_offset=end)
         for files in (self.cq_files, self.bcq_files):
             files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         self.units = sum(r["entries"] for r in self.cq_files)

@@ -100,22 +100,19 @@ def _write_mixed_queue_zero(config: BrokerConfig, staged: StagedOutput, built: B
     """A plain rebuild's topic "" queue 0 where the concurrent reput's blanks' empty requests and empty-name units
     both reach it: the build's files of that queue (its empty-name units alone) deleted, the merged ones written
     (:func:`store_format.topic_empty_mix.merged_queue_zero_files`, the units in the walk's dispatch order from its
-    work files) and their rows made from their bytes."""
+    work files) and their rows from the positions the merge put the units at (not re-read by the recover rule, which
+    stops at the empty request's unit (0, 0) at the start of a file)."""
     with_empty = [s for s in stops if s.empty_request is not None]
-    files = merged_queue_zero_files(config, _queue_units(walk, ("", 0)), min(int(s.empty_request or 0)
-                                                                              for s in with_empty),
-                                    sum(s.empty_requests for s in with_empty))
+    files, figures = merged_queue_zero_files(config, _queue_units(walk, ("", 0)), min(int(s.empty_request or 0)
+                                                                                       for s in with_empty),
+                                             sum(s.empty_requests for s in with_empty))
     folder = cq_queue_folder("", 0)
     for r in [r for r in built.cq_files if (r["topic"], r["queue_id"]) == ("", 0)]:
         staged.delete_staged(f"{folder}/{cq_file_name(r['file_start'])}")
         built.cq_files.remove(r)
-    queue_0 = []
     for rel, pieces in files:
         write_file(staged.staging_uri, rel, pieces)
-        name = rel.rsplit("/", 1)[1]
-        if rel.startswith(f"{folder}/") and name.isdigit():
-            queue_0.append(("", 0, int(name)))
-    built.rows_from_bytes(staged, queue_0, config)
+    built.set_rows([("", 0, f.start, f.entries, f.begin_offset, f.end_offset) for f in figures], config)
 
 
 def _queue_units(walk: ReputWalk, queue: tuple[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

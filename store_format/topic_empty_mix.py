@@ -20,6 +20,8 @@ concurrent reput: tests/test_topic_empty_mix_broker.py.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .config import BrokerConfig
@@ -35,7 +37,16 @@ from .consumequeue import (
 )
 from .empty_request_held import empty_request_queue_files, empty_unit_tags_code
 
-__all__ = ["empty_first_state", "merged_queue_zero_files"]
+__all__ = ["MixedFile", "empty_first_state", "merged_queue_zero_files"]
+
+
+class MixedFile(NamedTuple):
+    """One file of the merged queue 0: its start, and the empty-name units put into it (the empty request's unit and
+    ``fillPreBlank`` units are no message's): how many, the commitlog offsets of the first and the last (None: none)."""
+    start: int
+    entries: int
+    begin_offset: int | None
+    end_offset: int | None
 
 
 def empty_first_state(config: BrokerConfig, light_offsets: np.ndarray, first_empty_at: int,
@@ -54,11 +65,14 @@ def empty_first_state(config: BrokerConfig, light_offsets: np.ndarray, first_emp
 
 
 def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-                            first_empty_at: int, count: int) -> list[tuple[str, list]]:
+                            first_empty_at: int, count: int) -> tuple[list[tuple[str, list]], list[MixedFile]]:
     """The files of topic "" queue 0 (and its ext files) that ``count`` blanks' empty requests, the first dispatched
     at commitlog offset ``first_empty_at`` (its blank's), and the empty-name units ``light`` of that queue leave:
     relative paths and pieces for :func:`pipelines.build.write_file` (bytes, then an int for the zeros to the file
-    size).  ``light``: (commitlog offset, size, tagsCode, the queue offset the request names), in dispatch order."""
+    size); and each queue file's figures from the positions the put rule gave (:class:`MixedFile`, as the build counts
+    the units it puts, not re-read from the bytes: a file that starts with the empty request's unit (0, 0) holds the
+    units after it all the same).  ``light``: (commitlog offset, size, tagsCode, the queue offset the request names),
+    in dispatch order."""
     offset, size, tags, queue_offset = (np.asarray(a, dtype=np.int64) for a in light)
     file_size = config.cq_file_size
     state = empty_first_state(config, offset, first_empty_at, count)
@@ -67,15 +81,22 @@ def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.nd
     if state is not None:   # the empty request's unit at 0; the later ones never reach the queue (max offset >= 0)
         offset, size, tags, pos = (np.insert(a, 0, v) for a, v in ((offset, 0), (size, 0),
                                                                     (tags, empty_unit_tags_code(config)), (pos, 0)))
+    light_put = np.ones(len(pos), dtype=bool)
+    if state is not None:
+        light_put[0] = False
     put = pos >= 0
+    light_put &= put
     first, last = int(states[0, Q_FIRST_FILE]), int(states[0, Q_LAST_FILE])
     if put.any():
         last = max(last, int(pos[put].max()) - int(pos[put].max()) % file_size)
-    out = []
+    out, figures = [], []
     folder = cq_queue_folder("", 0)
     for start in range(first, last + 1, file_size) if first >= 0 else ():
         here = put & (pos >= start) & (pos < start + file_size)
         data = build_cq_file(start, file_size, pos[here], offset[here], size[here], tags[here],
                              int(states[0, Q_BLANK_UNTIL]), trim=True)
         out.append((f"{folder}/{cq_file_name(start)}", [bytes(data), file_size - len(data)]))
-    return out + [f for f in empty_request_queue_files(config, count) if not f[0].startswith(f"{folder}/")]
+        mine = offset[light_put & (pos >= start) & (pos < start + file_size)]
+        figures.append(MixedFile(start, len(mine), int(mine[0]) if len(mine) else None,
+                                 int(mine[-1]) if len(mine) else None))
+    return out + [f for f in empty_request_queue_files(config, count) if not f[0].startswith(f"{folder}/")], figures

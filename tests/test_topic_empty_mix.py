@@ -30,10 +30,10 @@ def _light(offsets: list[int], asks: list[int]) -> tuple[np.ndarray, ...]:
     return (np.array(offsets), np.full(n, 10), np.arange(1, n + 1), np.array(asks))
 
 
-def _files(tmp: Path, files: list[tuple[str, list]]) -> dict[str, list[tuple[int, int, int]]]:
+def _files(tmp: Path, merged: tuple[list[tuple[str, list]], list]) -> dict[str, list[tuple[int, int, int]]]:
     """Each file's units as :func:`pipelines.build.write_file` writes it."""
     out = {}
-    for rel, pieces in files:
+    for rel, pieces in merged[0]:
         write_file(str(tmp), rel, pieces)
         data = (tmp / rel).read_bytes()
         out[rel] = [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big", signed=True),
@@ -75,6 +75,18 @@ def test_a_full_file_is_followed_by_the_next(tmp_path: Path) -> None:
     got = _files(tmp_path, merged_queue_zero_files(_config(), _light([100 * k for k in range(1, 7)], [0] * 6), 50, 1))
     assert sorted(got) == [f"consumequeue/0/{0:020d}", f"consumequeue/0/{CQ_SIZE:020d}"]
     assert got[f"consumequeue/0/{CQ_SIZE:020d}"][0] == (600, 10, 6)
+
+
+def test_each_file_s_figures_are_the_empty_name_units_put_there() -> None:
+    """The rows' figures from the put positions: the file that starts with the empty request's unit (0, 0) counts
+    the three empty-name units put after it (the one skipped not), first 100, last 400; a full first file (the empty
+    request's unit and five) then one unit in the next; an empty-name unit first: the units put, blanks not."""
+    _, after = merged_queue_zero_files(_config(), _light([100, 200, 300, 400], [0, 4, 2, 3]), 50, 2)
+    assert after == [(0, 3, 100, 400)]
+    _, full = merged_queue_zero_files(_config(), _light([100 * k for k in range(1, 7)], [0] * 6), 50, 1)
+    assert full == [(0, 5, 100, 500), (CQ_SIZE, 1, 600, 600)]
+    _, before = merged_queue_zero_files(_config(), _light([100, 200, 300], [2, 3, 1]), 150, 1)
+    assert before == [(0, 2, 100, 200)]
 
 
 def test_as_restart_over_the_mix_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -97,7 +97,8 @@ def test_messages_table_lists_queue_zero_units_where_the_broker_s_file_holds_the
     """Where the empty request came first (``-after``), the messages table's light units of name "" (queue 0):
     (queue offset, record) of each empty-name unit in the broker's ``consumequeue/0/``, its slot there after the
     empty request's unit (the build starts that queue from the state that unit leaves), none for the request the put
-    rule skipped (listed without a queue offset)."""
+    rule skipped (listed without a queue offset); the expiry audit lists the broker's ``consumequeue/0/`` file with
+    those three units, first and last."""
     from pipelines.tables.runs import snapshot
 
     d = bh.rebuilt_dir(written)
@@ -110,6 +111,12 @@ def test_messages_table_lists_queue_zero_units_where_the_broker_s_file_holds_the
                 (listed.add((u, r["commitlog_offset"])) if u is not None else unplaced.append(r["commitlog_offset"]))
     assert len(broker) == 3 and listed == broker, (listed, broker)
     assert len(unplaced) == 1 and unplaced[0] not in {phy for _, phy in broker}, unplaced
+    # the expiry audit's file of topic "" queue 0: the broker's file, with the units it holds after the empty
+    # request's unit (0, 0) (the rebuild's row counts the units put, not the recover rule's stop at that unit)
+    audit = [r for r in snapshot(str(d / "tables")).read_arrow("expiry_audit").to_pylist()
+             if r["kind"] == "consume_queue_file" and (r["topic"], r["queue_id"]) == ("", 0)]
+    phys = sorted(phy for _, phy in broker)
+    assert [(r["messages"], r["min_offset"], r["max_offset"]) for r in audit] == [(3, phys[0], phys[-1])], audit
 
 
 @pytest.mark.parametrize("name", VERIFY)
