@@ -42,7 +42,7 @@ from .preflight import preflight
 from .restart import DLedgerRestart, Restart, led_dledger_store
 from .restart import as_restart as restart_view
 from .restart_cut import apply_cut
-from .restart_topic_empty import queue_zero_seeds, write_topic_empty
+from .restart_topic_empty import queue_zero_mix, queue_zero_seeds, write_topic_empty
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
 from .workfiles import read_index_rocksdb
@@ -292,11 +292,12 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             totals["dispatched_after_last_key"] = index_after_last_key(stops, totals["end_phy_offset"],
                                                                        totals["dispatched_after_last_key"])
             totals["empty_requests"] = sum(s.empty_requests for s in stops)
+        mix = queue_zero_mix(stops, walk, as_restart)   # topic "" queue 0: blanks' empty requests beside LMQ units
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
                             extra_units=empty_request_units(config, stops),
-                            seeds=queue_zero_seeds(config, stops, walk, as_restart))
+                            seeds=queue_zero_seeds(config, mix) if tables is not None else None)
         # topic "" (blanks' empty requests; --as-restart: the files the store holds there)
-        write_topic_empty(st, config, staged, built, recovery, stops, walk, as_restart=as_restart)
+        write_topic_empty(st, config, staged, built, recovery, stops, mix, as_restart=as_restart)
         for line in rocksdb_warnings:
             log.warning("%s", line)
         if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):

@@ -13,6 +13,9 @@ putMessagePositionInfo``, ``findConsumeQueue("", 0)``).
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numpy as np
 
 from store_format.concurrent_reput import ConcurrentStop, empty_request_files
@@ -37,17 +40,17 @@ from .restart import Restart, inside_blanks
 from .stages import ReputWalk
 from .workfiles import queue_bucket, read_bucket_units
 
-__all__ = ["queue_zero_seeds", "topic_empty_over_held", "write_topic_empty"]
+__all__ = ["QueueZeroMix", "queue_zero_mix", "queue_zero_seeds", "topic_empty_over_held", "write_topic_empty"]
 
 
 def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOutput, built: Built, recovery: object,
-                      stops: list[ConcurrentStop], walk: ReputWalk, *, as_restart: bool) -> None:
+                      stops: list[ConcurrentStop], mix: QueueZeroMix | None, *, as_restart: bool) -> None:
     """Topic ""'s files once the build wrote the rebuild's: blanks' empty requests (``stops``' and those a DLedger
     start's reput set inside an entry dispatches, :func:`pipelines.restart.inside_blanks`) put queue 0's unit
     (:func:`store_format.concurrent_reput.empty_request_files`); with ``as_restart`` the files the store holds there
     are kept or written over (:func:`topic_empty_over_held`, ``store_format.empty_request_held`` for queue 0).  The
     rows of the files written so follow (``Built.rows_from_bytes``).  Blanks' empty requests and a multi-dispatch
-    request naming an empty queue that both put to queue 0: merged in reput order (``walk``'s units of that queue,
+    request naming an empty queue that both put to queue 0: merged in reput order (``mix``'s units of that queue,
     :func:`store_format.topic_empty_mix.merged_queue_zero_files`) in place of the build's files there; with
     ``as_restart`` refused in one line (not checked against a broker)."""
     blanks_inside = inside_blanks(recovery)
@@ -59,7 +62,8 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
                 f"{st.uri}: --as-restart: blanks' empty requests and a multi-dispatch request naming an empty queue "
                 "both put units into topic \"\" queue 0 (consumequeue/0/): a restart over them is not modelled; "
                 "rebuild without --as-restart")
-        _write_mixed_queue_zero(config, staged, built, stops, walk)
+        assert mix is not None   # a plain rebuild's requests are its stops'
+        _write_mixed_queue_zero(config, staged, built, mix)
         return
     # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
     queue_0 = [("", qid, start) for qid, start in topic_empty_over_held(
@@ -77,35 +81,53 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
         built.rows_from_bytes(staged, queue_0, config)
 
 
-def queue_zero_seeds(config: BrokerConfig, stops: list[ConcurrentStop], walk: ReputWalk,
-                     as_restart: bool) -> dict[tuple[str, int], list[int]] | None:
+@dataclasses.dataclass
+class QueueZeroMix:
+    """A plain rebuild's blanks' empty requests (the concurrent reput's ``stops`` with one) beside topic "" queue 0's
+    empty-name units, computed once (:func:`queue_zero_mix`) for the build's seed (:func:`queue_zero_seeds`) and the
+    merged files (:func:`write_topic_empty`): where the first request was dispatched (its blank's commitlog offset),
+    how many there were, and the empty-name units the walk put to that queue (:attr:`light`, read from the work files
+    the first time it is asked for, at most once)."""
+    walk: ReputWalk
+    first_empty_at: int
+    requests: int
+
+    @functools.cached_property
+    def light(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The empty-name units of topic "" queue 0 in dispatch order (:func:`_queue_units`)."""
+        return _queue_units(self.walk, ("", 0))
+
+
+def queue_zero_mix(stops: list[ConcurrentStop], walk: ReputWalk, as_restart: bool) -> QueueZeroMix | None:
+    """The :class:`QueueZeroMix` of a plain rebuild whose concurrent reput met blanks' empty requests; None with
+    ``as_restart`` (the mix is refused there) or without such requests."""
+    with_empty = [s for s in stops if s.empty_request is not None]
+    if as_restart or not with_empty:
+        return None
+    return QueueZeroMix(walk, min(int(s.empty_request or 0) for s in with_empty),
+                        sum(s.empty_requests for s in with_empty))
+
+
+def queue_zero_seeds(config: BrokerConfig, mix: QueueZeroMix | None) -> dict[tuple[str, int], list[int]] | None:
     """The build's seed (:func:`pipelines.build.build_queue_bucket`'s ``seeds``) of topic "" queue 0 where a plain
     rebuild's first blank's empty request comes ahead of every empty-name unit of that queue
     (:func:`store_format.topic_empty_mix.empty_first_state`): the build then places those units after the empty
-    request's, in its files and in the queue states it records for the messages table (``pipelines.tables.publish``);
-    :func:`write_topic_empty` writes the files again with that unit.  None otherwise (the build's queue stands)."""
-    with_empty = [s for s in stops if s.empty_request is not None]
-    if as_restart or config.rocksdb_cq or not with_empty:
+    request's, in the queue states it records for the messages table (``pipelines.tables.publish``);
+    :func:`write_topic_empty` writes the files again with that unit.  None otherwise (the build's queue stands).
+    Only the tables need it (the rebuild asks for it with ``--tables``): the files are written over anyway."""
+    if mix is None or config.rocksdb_cq or not len(mix.light[0]):
         return None
-    light = _queue_units(walk, ("", 0))
-    if not len(light[0]):
-        return None
-    state = empty_first_state(config, light[0], min(int(s.empty_request or 0) for s in with_empty),
-                              sum(s.empty_requests for s in with_empty))
+    state = empty_first_state(config, mix.light[0], mix.first_empty_at, mix.requests)
     return None if state is None else {("", 0): [int(v) for v in state]}
 
 
-def _write_mixed_queue_zero(config: BrokerConfig, staged: StagedOutput, built: Built, stops: list[ConcurrentStop],
-                            walk: ReputWalk) -> None:
+def _write_mixed_queue_zero(config: BrokerConfig, staged: StagedOutput, built: Built, mix: QueueZeroMix) -> None:
     """A plain rebuild's topic "" queue 0 where the concurrent reput's blanks' empty requests and empty-name units
     both reach it: the build's files of that queue (its empty-name units alone) deleted, the merged ones written
     (:func:`store_format.topic_empty_mix.merged_queue_zero_files`, the units in the walk's dispatch order from its
     work files) and their rows from the positions the merge put the units at (not re-read by the recover rule, which
     stops at the empty request's unit (0, 0) at the start of a file)."""
-    with_empty = [s for s in stops if s.empty_request is not None]
-    files, figures = merged_queue_zero_files(config, _queue_units(walk, ("", 0)), min(int(s.empty_request or 0)
-                                                                                       for s in with_empty),
-                                             sum(s.empty_requests for s in with_empty))
+    files, figures = merged_queue_zero_files(config, mix.light, mix.first_empty_at, mix.requests)
     folder = cq_queue_folder("", 0)
     for r in [r for r in built.cq_files if (r["topic"], r["queue_id"]) == ("", 0)]:
         staged.delete_staged(f"{folder}/{cq_file_name(r['file_start'])}")

@@ -116,3 +116,22 @@ def test_the_build_starts_queue_zero_after_the_empty_request_only_where_it_comes
     assert state is not None and (state[Q_MAX_PHYS], state[Q_WRITE_POS], state[Q_FIRST_FILE]) == (0, 20, 0)
     assert empty_first_state(_config(), np.array([100, 200]), 150, 3) is None
     assert empty_first_state(_config(), np.array([100]), 50, 0) is None
+
+
+def test_the_mix_reads_queue_zero_s_units_once_and_only_when_asked(monkeypatch) -> None:
+    """:class:`pipelines.restart_topic_empty.QueueZeroMix`: none with ``--as-restart`` or without an empty request;
+    its empty-name units read from the work files the first time the seed or the merge asks, not again."""
+    import pipelines.restart_topic_empty as rte
+    from store_format.concurrent_reput import ConcurrentStop
+
+    reads = []
+    monkeypatch.setattr(rte, "_queue_units", lambda walk, queue: reads.append(queue) or _light([100, 200], [0, 1]))
+    stops = [ConcurrentStop(offset=300, why="", finding={}, empty_request=150, empty_requests=2),
+             ConcurrentStop(offset=900, why="", finding={}, empty_request=50, empty_requests=1)]
+    assert rte.queue_zero_mix(stops, None, True) is None   # type: ignore[arg-type]
+    assert rte.queue_zero_mix(stops[:0], None, False) is None   # type: ignore[arg-type]
+    mix = rte.queue_zero_mix(stops, None, False)   # type: ignore[arg-type]
+    assert mix is not None and (mix.first_empty_at, mix.requests) == (50, 3) and reads == []
+    seed = rte.queue_zero_seeds(_config(), mix)
+    assert seed is not None and list(seed) == [("", 0)]
+    assert len(mix.light[0]) == 2 and reads == [("", 0)]
