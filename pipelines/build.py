@@ -205,8 +205,12 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     Args:
         seeds: the append state (a row of ``Q_*`` columns; ``B_*`` for a BatchCQ topic's queue) of
             queues that already hold units before the first split (the tables refresh: the state the
-            previous run's tables give); the others start empty.  A file such a queue left open
-            would be written with the units of these splits only, so seeds go with ``write_files=False``.
+            previous run's tables give; a rebuild with tables: topic "" queue 0 after a blank's empty
+            request, :func:`pipelines.restart_topic_empty.queue_zero_seeds`); the others start empty.
+            A file such a queue left open would be written with the units of these splits only, so the
+            tables refresh passes seeds with ``write_files=False``; the rebuild's seed of queue 0 goes
+            with ``write_files=True``, the files of that queue written over afterwards
+            (:func:`pipelines.restart_topic_empty.write_topic_empty`).
         write_files: False to write no consume queue file (``staging_uri`` is not used): the rows
             still say which files the units fill (``bytes`` null).
         reset: ``(split, queues)``: those queues start empty again at that split (``StoreLocation.queue_reset``:
