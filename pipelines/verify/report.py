@@ -182,7 +182,9 @@ class VerifyReport:
     index: list[IndexFileResult]
     index_files_in_store: int
     index_files_rebuilt: int
-    restart: RestartPrediction | None   # None: not predicted (5.x DLedger unclean; RocksDB + DLedger): no_prediction
+    # None: not predicted (5.x DLedger unclean; RocksDB + DLedger; the queue table's max beside the own queues not
+    # modelled): no_prediction
+    restart: RestartPrediction | None
     rebuild: dict
     seconds: float = 0.0
     # None: the store does not have the layout (enableConsumeQueueExt=false; no BatchCQ topic)

@@ -175,8 +175,8 @@ def put_ext_again(s: QueueState, d: Dispatched, r: Reput, *, puts: int | None, p
                   emptied: bool) -> None:
     """The ext units the dispatch puts into one ext queue (``putMessagePositionInfoWrapper``'s ``ConsumeQueueExt.put``,
     one per record of its own: :func:`put_ext`; the units dispatched again get their ext units after the ext units on
-    disk), and after a DLedger crash (``dledger_crash``) how many of them its
-    units leave pointed at, for :func:`ext_orphans`: the walk's and the reput's puts but one per own unit they leave in
+    disk), and after a DLedger crash (``dledger_crash``) how many of them its units leave pointed at,
+    for :func:`~.restart_queue.ext_orphans`: the walk's and the reput's puts but one per own unit they leave in
     the queue (an own unit of the rebuild they append or put back, a parsed message's), and the store's units the 5.5.1
     cut takes (at or past ``cut_at``: past the write position, which bounds what the broker reads) point at none.
 

@@ -22,8 +22,8 @@ __all__ = ["empty_last_files", "recover_abnormally", "store_loaded", "truncate_d
 
 def store_loaded(states: list[QueueState], config: BrokerConfig, clean_shutdown: bool, commitlog_min: int,
                  commitlog_end: int) -> RestartPrediction:
-    """``DefaultMessageStore.load`` once every queue went through :func:`recover_queue`: whether it fails
-    (``MappedFileQueue.doLoad``'s size check on a queue's files) and the queues' max physical offset
+    """``DefaultMessageStore.load`` once every queue went through :func:`~.restart_queue.recover_queue`: whether it
+    fails (``MappedFileQueue.doLoad``'s size check on a queue's files) and the queues' max physical offset
     (``ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue``).  Batch queues take part in every step: their
     ``getMaxPhysicOffset`` (the start of their last unit) counts in the queues' max physical offset."""
     p = RestartPrediction("5" if config.is_5x else "4", clean_shutdown, commitlog_min, commitlog_end)
