@@ -100,8 +100,6 @@ def test_verify_starts_the_second_reput_at_the_topic_empty_queue_s_max(written, 
 
 
 @pytest.mark.parametrize("name", CASES)
-@pytest.mark.xfail(strict=True, reason="verify puts R's own and LMQ units again where the broker drops them as built "
-                                       "repeatedly (queue offset behind the write position of planted files)")
 def test_verify_drops_the_own_units_the_broker_drops(written, name):
     """``verify``'s units put again by the recovery's dispatch per own queue: the broker's (its ``maxOffset`` after
     the load less before it, none: R's T0/0 and %LMQ%a/0 units dropped)."""
