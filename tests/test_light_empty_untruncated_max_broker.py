@@ -17,11 +17,11 @@ dispatch reaches the recovery's end, while 5.5.1's ``ConsumeQueueStore.truncateD
 dispatch (here R's end: it truncates every queue, reading topic "" queue 0's last file as the truncated case does).
 
 Each test first asserts what the broker wrote (the queue table after the load, where its second reput started), then
-``verify`` of ``before/``: its ``second_reput_from``.  A known gap (xfail): ``verify`` counts R's T0/0 and %LMQ%a/0
-units as put again by the recovery's dispatch, which the broker drops (queue offset 1 behind a write position of 3
-units: files that disagree with the commitlog), so its own queues' max after the dispatch reaches R's end too and the
-second reput's start does not yet depend on the topic "" queue's max (taking that branch out leaves the figure
-right).  ``PIPELINES_FULL_SUITE=1`` writes this store.
+``verify`` of ``before/``: its ``second_reput_from`` (taking that untruncated branch out fails it) and R's T0/0 and
+%LMQ%a/0 units, which the broker drops (queue offset 1 behind a write position of 3 units: files that disagree with
+the commitlog) and ``verify``'s recovery dispatch drops too (``putMessagePositionInfo``'s rule from the loaded state,
+:func:`pipelines.verify.restart_dispatch.dispatch_again`; putting them by the max alone fails that test).
+``PIPELINES_FULL_SUITE=1`` writes this store.
 """
 from __future__ import annotations
 
@@ -100,8 +100,6 @@ def test_verify_starts_the_second_reput_at_the_topic_empty_queue_s_max(written, 
 
 
 @pytest.mark.parametrize("name", CASES)
-@pytest.mark.xfail(strict=True, reason="verify puts R's own and LMQ units again where the broker drops them as built "
-                                       "repeatedly (queue offset behind the write position of planted files)")
 def test_verify_drops_the_own_units_the_broker_drops(written, name):
     """``verify``'s units put again by the recovery's dispatch per own queue: the broker's (its ``maxOffset`` after
     the load less before it, none: R's T0/0 and %LMQ%a/0 units dropped)."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
+from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
 from store_format.consumequeue_recovery import CORRECT_MIN_OFFSET_533
 from store_format.empty_topic_restart import reput_start_over_table
@@ -89,9 +90,13 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
                         abnormal=abnormal, table_max=table_max)
     r = Reput(first, commitlog_end, skip, cut_at, ext_again_from, again_to, second_reput)
     top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
+    # the recovery's dispatch puts each unit by its queue offset: with multi-dispatch as the walk names it
+    walked = _walked(states, first, commitlog_end, walked_units) \
+        if recovery_dispatches and config.enableMultiDispatch else {}
     for s in states:
         q = s.restart
-        d = dispatch_again(s, r, (cut_lost or {}).get(q.queue, _NONE), read_expected)
+        d = dispatch_again(s, r, (cut_lost or {}).get(q.queue, _NONE), read_expected, by_position=recovery_dispatches,
+                           walked=walked.get(q.queue))
         q.units_dispatched_again, q.units_lost, top = d.units, d.lost, max(top, d.top)
         put_ext_again(s, d, r, puts=(ext_puts or {}).get(q.queue), parsed=(ext_parsed or {}).get(q.queue, 0),
                       parsed_kept=(ext_parsed_kept or {}).get(q.queue), back=(ext_put_back or {}).get(q.queue),
@@ -129,6 +134,16 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
 
 
 _NONE = np.zeros(0, np.int64)
+
+
+def _walked(states: list[QueueState], first: int, end: int,
+            walked_units: Callable[[int, int, set[str]], dict[str, np.ndarray]] | None) -> dict[str, np.ndarray]:
+    """The units the recovery's dispatch from ``first`` to ``end`` hands each consume queue whose rebuilt files reach
+    ``first`` (:func:`store_format.restart_reput.walked_file_queue_units`: own and light ones, with the queue offsets
+    their records and requests name)."""
+    queues = {s.restart.queue for s in states if s.restart.layout != BCQ_DIR
+              and any(hi >= first for _name, _lo, hi, _n in s.expected_files)}
+    return walked_units(first, end, queues) if walked_units is not None and queues and first < end else {}
 
 
 def _report_queue(p: RestartPrediction, q: QueueRestart) -> None:

@@ -12,8 +12,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
 from store_format.empty_topic_restart import reput_start_over_table
+from store_format.recovery_dispatch import recovery_dispatch
 
 from .report import QueueRestart, RestartPrediction
 from .restart_queue import QueueState, holds_ext, put_ext, queue_rules
@@ -103,24 +105,33 @@ class Dispatched:
 
 
 def dispatch_again(s: QueueState, r: Reput, cut_away: np.ndarray,
-                   read_expected: Callable[[str, str, str], bytes]) -> Dispatched:
+                   read_expected: Callable[[str, str, str], bytes], *, by_position: bool = False,
+                   walked: np.ndarray | None = None) -> Dispatched:
     """What the dispatch over ``r`` writes into one queue (``ReputMessageService.doReput``, the 5.x
     ``CommitLog.recoverNormally``'s own): a dispatched unit is appended unless ``offset + size <= maxPhysicOffset``
     of its queue (``ConsumeQueue.putMessagePositionInfo``), for a batch queue unless ``offset <=
     maxMsgPhyOffsetInCommitLog`` (``BatchConsumeQueue.putBatchMessagePositionInfo``).  Units a queue lacks (compared
     by commitlog offset with the rebuild) and that the dispatch skips are never written again: they are lost, as are
     ``cut_away``, the commitlog offsets of the units a 5.5.1 DLedger crash's cut leaves out for good
-    (:class:`store_format.dledger_crash_cut.QueueCut`), a queue's own units among them too."""
+    (:class:`store_format.dledger_crash_cut.QueueCut`), a queue's own units among them too.
+
+    ``by_position`` (the 5.x ``CommitLog.recoverNormally``'s own dispatch, on a consume queue): a unit past the max
+    is also dropped when its queue offset's byte position lies behind the write position the load left ("build
+    consume queue repeatedly", :func:`_put_by_position`), an own unit and a light one alike; ``walked``: the units
+    the walk hands the queue with the queue offsets their records name
+    (:func:`store_format.restart_reput.walked_file_queue_units`, with multi-dispatch), else the rebuilt positions."""
     q = s.restart
     rules = queue_rules(q.layout)
     n_tail = n_cut = n_records = n_again = n_own_put = n_own_cut = 0
     top = -1
+    rule = by_position and q.layout != BCQ_DIR and r.cut_at is None and r.skip is None
+    placed = _put_by_position(s, r, read_expected, walked) if rule else None
     upto = np.iinfo(np.int64).max if r.again_to is None else r.again_to
     first, commitlog_end, skip, cut_at, ext_again_from = r.first, r.end, r.skip, r.cut_at, r.ext_again_from
     for name, lo, hi, n in s.expected_files:
         if hi < first or lo >= commitlog_end:
             continue
-        if _appended_whole(s, r, cut_away, lo, hi):
+        if placed is None and _appended_whole(s, r, cut_away, lo, hi):
             n_tail += n
             n_records += s.expected_ext.get(name, 0)
             n_own_put += s.expected_ext.get(name, 0)
@@ -134,7 +145,8 @@ def dispatch_again(s: QueueState, r: Reput, cut_away: np.ndarray,
         off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
         tail = r.in_tail(off)
         lost_here = tail & np.isin(off, cut_away)
-        put = tail & rules.appended(off, size, q.max_physic_offset) & ~lost_here
+        put = tail & (rules.appended(off, size, q.max_physic_offset) if placed is None
+                      else np.isin(off, placed.offsets)) & ~lost_here
         if cut_at is not None:   # the units the cut took and the reput put back, a queue's own ones too
             put |= tail & (off >= cut_at) & ~lost_here
         if skip is not None and cut_at is not None:   # held units of the records no one dispatches, cut
@@ -154,7 +166,44 @@ def dispatch_again(s: QueueState, r: Reput, cut_away: np.ndarray,
                 n_again += int((r.in_tail(off) & own & (off >= ext_again_from) & (off < upto)).sum())
         if put.any():
             top = max(top, int(rules.max_physic(u[put]).max()))
+    if placed is not None:   # every unit appended, those the rebuild lacks too (a walked unit it dropped)
+        n_tail, top = len(placed.offsets), placed.top
     return Dispatched(n_tail, n_cut, n_records, n_again, n_own_put, n_own_cut, top)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Placed:
+    offsets: np.ndarray   # commitlog offsets of the units appended, in order
+    top: int              # the queue's max physical offset after them (-1: none appended)
+
+
+def _put_by_position(s: QueueState, r: Reput, read_expected: Callable[[str, str, str], bytes],
+                     walked: np.ndarray | None) -> _Placed:
+    """The units of the records in ``r`` that ``ConsumeQueue.putMessagePositionInfo`` appends to one consume queue,
+    one by one from the write position and max the load left
+    (:func:`store_format.recovery_dispatch.recovery_dispatch`: :func:`store_format.consumequeue.assign_positions`
+    from :func:`store_format.consumequeue.loaded_state`): each unit's queue offset is ``walked``'s (the offset its
+    record or request names) or, without it, its position in the rebuilt file."""
+    q = s.restart
+    rules = queue_rules(q.layout)
+    if walked is None:
+        parts = []
+        for name, lo, hi, _n in s.expected_files:
+            if hi < r.first or lo >= r.end:
+                continue
+            data = read_expected(q.layout, q.queue, name)
+            u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+            msg = np.flatnonzero(rules.is_message(u))
+            parts.append(np.column_stack([u["commitlogOffset"][msg].astype(np.int64),
+                                          u["size"][msg].astype(np.int64),
+                                          (int(name) + msg * rules.unit_size) // rules.unit_size]))
+        walked = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
+    walked = walked[r.in_tail(walked[:, 0])]
+    d = recovery_dispatch(walked[:, 0], walked[:, 1], walked[:, 2] * rules.unit_size, start=r.first, end=r.end,
+                          max_physic=q.max_physic_offset, write_position=q.write_position,
+                          unit_size=rules.unit_size, batch=False, loaded=s.loaded)
+    put = walked[d.appended, 0]
+    return _Placed(put, d.max_physic_offset if len(put) else -1)
 
 
 def _appended_whole(s: QueueState, r: Reput, cut_away: np.ndarray, lo: int, hi: int) -> bool:
