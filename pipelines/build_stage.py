@@ -127,11 +127,11 @@ class _BuildStage:
         tasks = index_tasks(file_parts, total_keys, config, self.runner.parallelism, self.staged.staging_uri)
         if not config.rocksdb_cq:
             reset = self._queue_reset(walk)
-            seeded = {queue_bucket(t, q, walk.buckets) for t, q in seeds or {}}
+            by_bucket: dict[int, dict[tuple[str, int], list[int]]] = {}
+            for (topic, qid), seed in (seeds or {}).items():
+                by_bucket.setdefault(queue_bucket(topic, qid, walk.buckets), {})[topic, qid] = seed
             tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states, "reset": reset,
-                       "seeds": {k: v for k, v in (seeds or {}).items()
-                                 if queue_bucket(k[0], k[1], walk.buckets) == b} if b in seeded else None}
-                      for b in range(walk.buckets)]
+                       "seeds": by_bucket.get(b)} for b in range(walk.buckets)]
         results = self.runner.run(BuildTask(tasks, config, walk.work_uri, self.staged.staging_uri), len(tasks),
                                   "build")
         cq_files = [r for r in results if r["kind"] == "cq"]
