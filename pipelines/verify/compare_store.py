@@ -185,9 +185,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
     # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
     led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
-    # topic ""'s files (consumequeue/<queueId>/<name>), read once for the queue table's max and their own prediction
-    held = held_topic_empty_files(st) if recovery is not None and any(map(is_topic_empty_file, c.store_cq)) else {}
-    table_max = _table_max_beside_own(st, config, c, recovery, abnormal, held)
+    # topic ""'s files (consumequeue/<queueId>/<name>): read once, where the queue table's max needs them, for it and
+    # their own prediction (which reads them itself otherwise, where it predicts)
+    table_max, held = _table_max_beside_own(st, config, c, recovery, abnormal)
     if table_max is None:   # where the reput set from the whole queue table starts: not known
         return c.report(st, config, ref_root, summary, None, no_prediction=f"not predicted: {TABLE_MAX_NOT_MODELLED}")
     restart = predict_files_restart(st, config, c, summary, clean=clean, dledger=dledger, crash=crash,
@@ -201,25 +201,28 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     return c.report(st, config, ref_root, summary, restart)
 
 
-def _table_max_beside_own(st: StoreLocation, config: BrokerConfig, c: _Compared, recovery: Any, abnormal: bool,
-                          held: dict[str, bytes]) -> int | None:
+def _table_max_beside_own(st: StoreLocation, config: BrokerConfig, c: _Compared, recovery: Any, abnormal: bool
+                          ) -> tuple[int | None, dict[str, bytes] | None]:
     """The queue table's max physical offset over its queues beside the own ones after the commitlog's recovery
     (:func:`store_format.empty_topic_restart.table_max_beside_own`: topic "" queues the recovery's dispatch opened,
-    queues made of topic ""'s file names ``held``, whatever ``enableMultiDispatch``), which the reput set from the
-    whole table takes too (4.9.x ``start``, 5.x ``doRecheckReputOffsetFromCq`` with ``recheckReputOffsetFromCq=true``);
-    -1: none, or no such reput after a commitlog recovery; None: not modelled (the restart not predicted)."""
+    queues made of topic ""'s file names, whatever ``enableMultiDispatch``), which the reput set from the whole table
+    takes too (4.9.x ``start``, 5.x ``doRecheckReputOffsetFromCq`` with ``recheckReputOffsetFromCq=true``); -1: none,
+    or no such reput after a commitlog recovery; None: not modelled (the restart not predicted).  With it topic ""'s
+    files the store holds (:func:`store_format.empty_topic_restart.held_topic_empty_files`), None where not read."""
     if recovery is None or config.rocksdb_cq or config.is_5x and not config.recheckReputOffsetFromCq:
-        return -1
+        return -1, None
     # no topic "" file on disk nor in the rebuild (which holds one wherever the commitlog has an empty-name record)
     if not any(len(r.split("/")) == 2 for r in c.store_cq) and not any(len(r.path.split("/")) == 2
                                                                       for r in c.cq_results):
-        return -1
+        return -1, None
+    held = held_topic_empty_files(st) if any(map(is_topic_empty_file, c.store_cq)) else {}
     loaded = max((s.restart.max_physic_offset for s in c.states), default=-1)
     # the recovery's dispatch: recoverAbnormally's walk; 5.x recoverNormally's past the loaded max; 4.9.x's none
     walk_from = recovery.dispatch_from if abnormal or config.is_5x else recovery.process_offset
     return table_max_beside_own(st, config, walk_from=walk_from, end=recovery.process_offset,
                                 truncated=loaded >= recovery.process_offset,
-                                above=recovery.dispatch_above if config.is_5x and not abnormal else -1, held=held)
+                                above=recovery.dispatch_above if config.is_5x and not abnormal else -1,
+                                held=held), held
 
 
 def _compare_files(st: StoreLocation, config: BrokerConfig, ref_fs: pafs.FileSystem, ref: str,
