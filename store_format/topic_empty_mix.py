@@ -78,25 +78,24 @@ def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.nd
     state = empty_first_state(config, offset, first_empty_at, count)
     states = new_states(1) if state is None else state[None, :].copy()
     pos = assign_positions(np.zeros(len(offset), dtype=np.int64), offset, size, queue_offset, file_size, states)
+    put = pos >= 0
+    light_put = put.copy()   # the empty-name units put (the figures count only these)
     if state is not None:   # the empty request's unit at 0; the later ones never reach the queue (max offset >= 0)
         offset, size, tags, pos = (np.insert(a, 0, v) for a, v in ((offset, 0), (size, 0),
                                                                     (tags, empty_unit_tags_code(config)), (pos, 0)))
-    light_put = np.ones(len(pos), dtype=bool)
-    if state is not None:
-        light_put[0] = False
-    put = pos >= 0
-    light_put &= put
+        put, light_put = np.insert(put, 0, True), np.insert(light_put, 0, False)
     first, last = int(states[0, Q_FIRST_FILE]), int(states[0, Q_LAST_FILE])
     if put.any():
         last = max(last, int(pos[put].max()) - int(pos[put].max()) % file_size)
     out, figures = [], []
     folder = cq_queue_folder("", 0)
     for start in range(first, last + 1, file_size) if first >= 0 else ():
-        here = put & (pos >= start) & (pos < start + file_size)
+        in_file = (pos >= start) & (pos < start + file_size)
+        here = put & in_file
         data = build_cq_file(start, file_size, pos[here], offset[here], size[here], tags[here],
                              int(states[0, Q_BLANK_UNTIL]), trim=True)
         out.append((f"{folder}/{cq_file_name(start)}", [bytes(data), file_size - len(data)]))
-        mine = offset[light_put & (pos >= start) & (pos < start + file_size)]
+        mine = offset[light_put & in_file]
         figures.append(MixedFile(start, len(mine), int(mine[0]) if len(mine) else None,
                                  int(mine[-1]) if len(mine) else None))
     return out + [f for f in empty_request_queue_files(config, count) if not f[0].startswith(f"{folder}/")], figures
