@@ -221,52 +221,16 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     With ``enableConsumeQueueExt`` (and ``write_files``) each record's own unit also puts an ext unit
     (:class:`_ExtFiles`); the ext files' rows have kind ``cqext``.
     """
-    file_size = config.cq_file_size
-    queues = QueueTable()
-    names = queues.names
-    last_written: dict[int, int] = {}   # per queue: start of the newest file written (or seeded)
+    files = _QueueFiles(config, bucket, staging_uri if write_files else None)
     # BatchCQ topics' queues (batchconsumequeue/): placed and written apart (pipelines.build_batch)
     batch = _batch_queues(config, bucket, staging_uri if write_files else None, seeds, record_states)
-    seeds = {k: v for k, v in (seeds or {}).items() if k[0] not in config.batch_topics}
-    if seeds:
-        seeded = queues.numbers(list(seeds))
-        queues.states[seeded] = np.array(list(seeds.values()), dtype=np.int64)
-        last_written.update(zip(seeded.tolist(), queues.states[seeded, Q_LAST_FILE].tolist()))
-    pending: dict[int, list[tuple[np.ndarray, ...]]] = {}   # units of files not yet complete, per queue
-    pending_from: dict[int, int] = {}                       # start of the oldest such file
-    written: list[dict] = []
+    files.seed({k: v for k, v in (seeds or {}).items() if k[0] not in config.batch_topics})
     entry_states: list[tuple[int, np.ndarray, np.ndarray]] = []   # (split, queues, their states)
     ext = _ExtFiles(staging_uri, config.mappedFileSizeConsumeQueueExt, bucket) \
         if config.enableConsumeQueueExt and write_files else None
-
-    def flush(q: int, final: bool) -> None:
-        """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
-        parts = pending.pop(q)
-        pos, off, size, tags = (np.concatenate([p[i] for p in parts]) for i in range(4))
-        pending_from.pop(q)
-        file_of = pos - pos % file_size
-        write_pos = queues.states[q, Q_WRITE_POS]
-        keep = np.zeros(len(pos), dtype=bool) if final else file_of >= write_pos - write_pos % file_size
-        topic, qid = names[q]
-        for f in np.unique(file_of[~keep]):
-            m = file_of == f
-            n = None
-            if write_files:
-                assert staging_uri is not None
-                data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m],
-                                     int(queues.states[q, Q_BLANK_UNTIL]),
-                                     out=_SCRATCH.array("cq_file", (file_size,), np.uint8), trim=True)
-                n = write_file(staging_uri, f"{cq_queue_folder(topic, qid)}/{cq_file_name(int(f))}",
-                               [data, file_size - len(data)])
-            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(f), entries=int(m.sum()),
-                                bytes=n, begin_offset=int(off[m][0]), end_offset=int(off[m][-1])))
-        if keep.any():
-            pending[q] = [(pos[keep], off[keep], size[keep], tags[keep])]
-            pending_from[q] = int(file_of[keep][0])
-
     for sid in split_ids:
         if reset is not None and sid == reset[0]:
-            _reset_queues(queues, [tuple(name) for name in reset[1]], pending, pending_from, written, last_written)
+            files.reset([tuple(name) for name in reset[1]])
         got = read_bucket_units(work_uri, sid, bucket)
         if got is None or got[0].num_rows == 0:
             continue
@@ -274,64 +238,119 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
         if batch is not None:
             units = batch.take(units, file_queues, sid)
         file_queue = units.column(0).to_numpy()
-        local = queues.numbers([(t, int(q)) for t, q in file_queues])
+        local = files.queues.numbers([(t, int(q)) for t, q in file_queues])
         qidx = local[file_queue]
         if record_states:
             present = local[np.unique(file_queue)]
-            entry_states.append((sid, present, queues.states[present].copy()))
-        off = units.column(2).to_numpy()
-        size = units.column(3).to_numpy()
+            entry_states.append((sid, present, files.queues.states[present].copy()))
         tags = units.column(4).to_numpy()
         if ext is not None:
             tags = ext.put(qidx, units.column("own").to_numpy(zero_copy_only=False), tags,
-                           units.column("store_timestamp").to_numpy(), names)
-        pos = assign_positions(qidx, off, size, units.column(1).to_numpy(), file_size, queues.states)
-        for q, rows in runs_per_queue(qidx, np.flatnonzero(pos >= 0)):
-            pending.setdefault(q, []).append((pos[rows], off[rows], size[rows], tags[rows]))
-            pending_from.setdefault(q, int(pos[rows[0]] - pos[rows[0]] % file_size))
-            write_pos = queues.states[q, Q_WRITE_POS]
-            if write_pos - write_pos % file_size > pending_from[q]:
-                flush(q, final=False)
-    for q in list(pending):
-        flush(q, final=True)
+                           units.column("store_timestamp").to_numpy(), files.queues.names)
+        files.put(qidx, units.column(2).to_numpy(), units.column(3).to_numpy(), tags, units.column(1).to_numpy())
+    rows = files.finish()
+    names = files.queues.names
     if record_states:
         write_queue_states(work_uri, bucket, names + (batch.queues.names if batch is not None else []),
                            entry_states + (batch.entry_states(len(names)) if batch is not None else []))
-    # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
-    for row in written:
-        q = queues.number[(row["topic"], row["queue_id"])]
-        last_written[q] = max(last_written.get(q, -1), row["file_start"])
-    for q, (topic, qid) in enumerate(names):
-        last_file = int(queues.states[q, Q_LAST_FILE])
-        if last_file > last_written.get(q, -1) and queues.states[q, Q_WRITE_POS] != NOT_STARTED:
-            n = write_file(staging_uri, f"{cq_queue_folder(topic, qid)}/{cq_file_name(last_file)}", [file_size]) \
-                if write_files and staging_uri is not None else None
-            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=last_file,
-                                entries=0,
-                                bytes=n))
     if ext is not None:
-        written += ext.finish(names)
-    return written + (batch.finish() if batch is not None else [])
+        rows += ext.finish(names)
+    return rows + (batch.finish() if batch is not None else [])
 
 
-def _reset_queues(queues: QueueTable, names: list[tuple], pending: dict, pending_from: dict, written: list[dict],
-                  last_written: dict[int, int]) -> None:
-    """:func:`build_queue_bucket`'s ``reset``: the queues of ``names`` this bucket holds lose their state (max
-    physical offset -1, no write position: 5.5.1 ``ConsumeQueue.correctMinOffset`` on a queue with no file, so
-    ``ConsumeQueue.putMessagePositionInfo`` writes it anew), their pending units and the rows of the files written
-    so far (the reput puts the walk's units again at their positions, so it writes those files again).  Its ext
-    units are left as they are: ``truncateDirtyLogicFiles`` reads no ext address in a queue it empties, so
-    ``ConsumeQueueExt.truncateByMaxAddress`` keeps them, and the reput appends after them (5.5.1; checked against
-    the broker: ``5.5.1-dledger-abort-before-cut-emptied-layouts``)."""
-    for name in names:
-        q = queues.number.get(name)
-        if q is None:
-            continue
-        pending.pop(q, None)
-        pending_from.pop(q, None)
-        last_written.pop(q, None)
-        written[:] = [r for r in written if (r["topic"], r["queue_id"]) != name]
-        queues.states[q] = new_states(1)[0]
+class _QueueFiles:
+    """A bucket's consume queue files as its units are put, split after split (``ConsumeQueue``): each queue's
+    append state (``putMessagePositionInfo``, :func:`store_format.consumequeue.assign_positions`), the units of its
+    files not yet complete, and the rows of the files written (``staging_uri`` None: rows only, no file)."""
+
+    def __init__(self, config: BrokerConfig, bucket: int, staging_uri: str | None) -> None:
+        self.file_size = config.cq_file_size
+        self.bucket, self.staging_uri = bucket, staging_uri
+        self.queues = QueueTable()
+        self.last_written: dict[int, int] = {}   # per queue: start of the newest file written (or seeded)
+        self.pending: dict[int, list[tuple[np.ndarray, ...]]] = {}   # units of files not yet complete, per queue
+        self.pending_from: dict[int, int] = {}                       # start of the oldest such file
+        self.rows: list[dict] = []
+
+    def seed(self, seeds: dict[tuple[str, int], list[int]]) -> None:
+        """Queues that hold units before the first split start from these states (``Q_*`` rows)."""
+        if not seeds:
+            return
+        seeded = self.queues.numbers(list(seeds))
+        self.queues.states[seeded] = np.array(list(seeds.values()), dtype=np.int64)
+        self.last_written.update(zip(seeded.tolist(), self.queues.states[seeded, Q_LAST_FILE].tolist()))
+
+    def put(self, qidx: np.ndarray, off: np.ndarray, size: np.ndarray, tags: np.ndarray, queue_offset: np.ndarray
+            ) -> None:
+        """Put a split's units (in dispatch order) and write each queue's files its write position has passed."""
+        pos = assign_positions(qidx, off, size, queue_offset, self.file_size, self.queues.states)
+        for q, rows in runs_per_queue(qidx, np.flatnonzero(pos >= 0)):
+            self.pending.setdefault(q, []).append((pos[rows], off[rows], size[rows], tags[rows]))
+            self.pending_from.setdefault(q, int(pos[rows[0]] - pos[rows[0]] % self.file_size))
+            write_pos = self.queues.states[q, Q_WRITE_POS]
+            if write_pos - write_pos % self.file_size > self.pending_from[q]:
+                self.flush(q, final=False)
+
+    def flush(self, q: int, final: bool) -> None:
+        """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
+        file_size = self.file_size
+        parts = self.pending.pop(q)
+        pos, off, size, tags = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        self.pending_from.pop(q)
+        file_of = pos - pos % file_size
+        write_pos = self.queues.states[q, Q_WRITE_POS]
+        keep = np.zeros(len(pos), dtype=bool) if final else file_of >= write_pos - write_pos % file_size
+        topic, qid = self.queues.names[q]
+        for f in np.unique(file_of[~keep]):
+            m = file_of == f
+            n = None
+            if self.staging_uri is not None:
+                data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m],
+                                     int(self.queues.states[q, Q_BLANK_UNTIL]),
+                                     out=_SCRATCH.array("cq_file", (file_size,), np.uint8), trim=True)
+                n = write_file(self.staging_uri, f"{cq_queue_folder(topic, qid)}/{cq_file_name(int(f))}",
+                               [data, file_size - len(data)])
+            self.rows.append(_row("cq", self.bucket, topic=topic, queue_id=qid, file_start=int(f),
+                                  entries=int(m.sum()), bytes=n, begin_offset=int(off[m][0]),
+                                  end_offset=int(off[m][-1])))
+        if keep.any():
+            self.pending[q] = [(pos[keep], off[keep], size[keep], tags[keep])]
+            self.pending_from[q] = int(file_of[keep][0])
+
+    def reset(self, names: list[tuple]) -> None:
+        """:func:`build_queue_bucket`'s ``reset``: the queues of ``names`` this bucket holds lose their state (max
+        physical offset -1, no write position: 5.5.1 ``ConsumeQueue.correctMinOffset`` on a queue with no file, so
+        ``ConsumeQueue.putMessagePositionInfo`` writes it anew), their pending units and the rows of the files
+        written so far (the reput puts the walk's units again at their positions, so it writes those files again).
+        Its ext units are left as they are: ``truncateDirtyLogicFiles`` reads no ext address in a queue it empties,
+        so ``ConsumeQueueExt.truncateByMaxAddress`` keeps them, and the reput appends after them (5.5.1; checked
+        against the broker: ``5.5.1-dledger-abort-before-cut-emptied-layouts``)."""
+        for name in names:
+            q = self.queues.number.get(name)
+            if q is None:
+                continue
+            self.pending.pop(q, None)
+            self.pending_from.pop(q, None)
+            self.last_written.pop(q, None)
+            self.rows[:] = [r for r in self.rows if (r["topic"], r["queue_id"]) != name]
+            self.queues.states[q] = new_states(1)[0]
+
+    def finish(self) -> list[dict]:
+        """Write every pending file, then the empty last files: a file ``getLastMappedFile`` created for a unit the
+        queue offset check then skipped stays on disk, empty.  The rows of every file written."""
+        for q in list(self.pending):
+            self.flush(q, final=True)
+        for row in self.rows:
+            q = self.queues.number[(row["topic"], row["queue_id"])]
+            self.last_written[q] = max(self.last_written.get(q, -1), row["file_start"])
+        for q, (topic, qid) in enumerate(self.queues.names):
+            last_file = int(self.queues.states[q, Q_LAST_FILE])
+            if last_file > self.last_written.get(q, -1) and self.queues.states[q, Q_WRITE_POS] != NOT_STARTED:
+                n = write_file(self.staging_uri, f"{cq_queue_folder(topic, qid)}/{cq_file_name(last_file)}",
+                               [self.file_size]) if self.staging_uri is not None else None
+                self.rows.append(_row("cq", self.bucket, topic=topic, queue_id=qid, file_start=last_file,
+                                      entries=0, bytes=n))
+        return self.rows
 
 
 def _batch_queues(config: BrokerConfig, bucket: int, staging_uri: str | None, seeds: dict | None,
