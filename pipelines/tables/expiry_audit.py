@@ -205,7 +205,6 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     segs = sorted(segments.to_pylist(), key=lambda r: r["base_offset"])
     facts = [SegmentFacts(s["segment"], s["base_offset"], s["file_size"], datetime_to_ms(s["file_mtime"]),
                           datetime_to_ms(s["first_store_time"]), datetime_to_ms(s["last_store_time"])) for s in segs]
-    rows: list[dict] = []
     summary: dict = {"as_of": iso_ms(as_of_ms), "segments": [], "consume_queue_files": 0, "index_files": 0,
                      "unconsumed": [], "next_cleanup": None, "total_lost_messages": 0, "total_lost_bytes": 0,
                      "rounds": [], "notes": []}
@@ -225,92 +224,35 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
         return plan_cleanup(facts, config, as_of_ms, **opts, **more)  # type: ignore[arg-type]
     plan = plan_for()
     at_next = plan.at_next_cleanup()
-    as_of = _dt_ms(as_of_ms)
-    bases = [f.base for f in facts]
     summary.update(_plan_summary(plan, config, names, disk_used_ratio, disk_size_bytes, manual_delete))
-    if dledger:
-        summary["cleanup_rule"] = describe_dledger_rule(config, plan.thresholds, plan.line)
-        summary["dledger"] = {"old_commitlog_files": n_old, "data_files": len(facts) - n_old,
-                              "data_dir": dledger_data_dir(config)}
-    if config.rocksdb_cq:
-        summary["notes"].append(ROCKSDB_CQ_NOTE)
-        if dledger:
-            summary["notes"].append(ROCKSDB_DLEDGER_NOTE)
-    if config.brokerVersion == "auto":
-        other = plan_for(line="4")
-        diff = int((other.at_next_cleanup() != at_next).sum())
-        summary["notes"].append(
-            "broker line not known (brokerVersion=auto): 5.x rules used" +
-            (f"; a 4.9 broker would treat {diff} segment(s) differently at the next cleanup" if diff else
-             "; a 4.9 broker deletes the same segments at the next cleanup"))
+    summary["notes"] += _rule_notes(config, summary, plan, n_old, len(facts),
+                                    None if config.brokerVersion != "auto" else plan_for(line="4"))
     if plan.next_cleanup:
         summary["next_cleanup"] = {"from": iso_ms(plan.next_cleanup[0]), "until": iso_ms(plan.next_cleanup[1])}
-    for i, s in enumerate(segs):
-        rows.append({"as_of": as_of, "run_id": run_id, "kind": "segment", "name": names[i], "segment": s["segment"],
-                     "min_offset": s["base_offset"], "max_offset": s["base_offset"] + (s["bytes_written"] or 0),
-                     "is_last": i == len(segs) - 1, "reference_time": _dt_ms(int(plan.reference_ms[i])),
-                     "time_source": plan.time_source[i], "expires_at": _dt_ms(int(plan.expires_at[i])),
-                     "deleted_at": _dt_ms(int(plan.deleted_at[i])), "at_next_cleanup": bool(at_next[i]),
-                     "reason": plan.reason[i], "messages": s["records"], "bytes": s["file_size"]})
-        if at_next[i]:
-            summary["segments"].append({"segment": s["segment"], "file": names[i],
-                                        "reference_time": iso_ms(int(plan.reference_ms[i])),
-                                        "time_source": plan.time_source[i],
-                                        "expires_at": iso_ms(int(plan.expires_at[i])),
-                                        "deleted_at": iso_ms(int(plan.deleted_at[i])), "records": s["records"],
-                                        "reason_kind": plan.reason_kind[i], "reason": plan.reason[i]})
-    lo_hi = plan.next_cleanup
-
-    def in_next(t: int) -> bool:
-        return lo_hi is not None and t >= 0 and lo_hi[0] <= t < lo_hi[1]
-
-    # consume queue files, queue by queue in file order
-    cq = cq_inventory.to_pylist()
-    by_queue: dict[tuple[str, int], list[dict]] = {}
-    for r in cq:
-        by_queue.setdefault((r["topic"], r["queue_id"]), []).append(r)
-    for (topic, qid), files in sorted(by_queue.items()):
-        files.sort(key=lambda r: r["file_start"])
-        when = files_deleted_with([f["max_offset"] for f in files], bases, plan.deleted_at, as_of_ms)
-        for f, t in zip(files, when.tolist()):
-            nxt = in_next(t)
-            summary["consume_queue_files"] += int(nxt)
-            rows.append({"as_of": as_of, "run_id": run_id, "kind": "consume_queue_file",
-                         "name": consume_queue_file_path(topic, qid, f["file_start"]), "segment": f["segment"],
-                         "topic": topic, "queue_id": qid, "min_offset": f["min_offset"], "max_offset": f["max_offset"],
-                         "is_last": f["is_last"], "deleted_at": _dt_ms(t), "at_next_cleanup": nxt,
-                         "reason": ("last file of its queue: never deleted" if f["is_last"] else
-                                    "its last unit points below the new minimum commitlog offset" if t >= 0 else
-                                    "its last unit points into a segment that stays"),
-                         "messages": f["units"], "bytes": config.cq_file_size})
+    audit = _Audit(as_of_ms, run_id, plan, [f.base for f in facts])
+    rows, summary["segments"] = _segment_rows(audit, segs, names, at_next)
+    cq_rows = _queue_file_rows(audit, cq_inventory, config)
+    summary["consume_queue_files"] = audit.going(cq_rows)
+    rows += cq_rows
     if config.enableConsumeQueueExt and not config.rocksdb_cq:
         if ext_inventory is None:
             ext_inventory = ext_inventory_table(tables, config, messages_version)
-        ext_rows = _ext_file_rows(ext_inventory, config, [s["segment"] for s in segs], bases, plan, as_of_ms)
-        summary["consume_queue_ext_files"] = sum(int(in_next(t)) for _, t in ext_rows)
+        ext_rows = [audit.row(**r, deleted_at=_dt_ms(t), at_next_cleanup=audit.in_next(t))
+                    for r, t in _ext_file_rows(ext_inventory, config, [s["segment"] for s in segs], audit.bases, plan,
+                                               as_of_ms)]
+        summary["consume_queue_ext_files"] = audit.going(ext_rows)
         summary["consume_queue_ext_rule"] = EXT_RULE
-        for r, t in ext_rows:
-            rows.append({"as_of": as_of, "run_id": run_id, **r, "deleted_at": _dt_ms(t), "at_next_cleanup": in_next(t)})
-    # index files in creation order
-    idx = sorted(index_inventory.to_pylist(), key=lambda r: r["index_file_no"])
-    when = files_deleted_with([f["max_offset"] for f in idx], bases, plan.deleted_at, as_of_ms)
-    for f, t in zip(idx, when.tolist()):
-        nxt = in_next(t)
-        summary["index_files"] += int(nxt)
-        rows.append({"as_of": as_of, "run_id": run_id, "kind": "index_file", "name": f["index_file"],
-                     "segment": f["segment"], "min_offset": f["min_offset"], "max_offset": f["max_offset"],
-                     "is_last": f["is_last"], "deleted_at": _dt_ms(t), "at_next_cleanup": nxt,
-                     "reason": ("last index file: never deleted" if f["is_last"] else
-                                "its endPhyOffset is below the new minimum commitlog offset" if t >= 0 else
-                                "its endPhyOffset points into a segment that stays"),
-                     "messages": f["entries"], "bytes": index_file_size(config.maxHashSlotNum, config.maxIndexNum)})
+        rows += ext_rows
+    index_rows = _index_file_rows(audit, index_inventory, config)
+    summary["index_files"] = audit.going(index_rows)
+    rows += index_rows
     # what consumers lose with the segments that go next
     going = [s["segment"] for s, nx in zip(segs, at_next) if nx]
     if config.rocksdb_cq and going:   # the database's compaction (pipelines.tables.expiry_rocksdb)
         stay = [f.base for f, nx in zip(facts, at_next) if not nx]
         last_going = max(int(plan.deleted_at[i]) for i, nx in enumerate(at_next) if nx)
         q_rows, q_summary = rocksdb_queue_rows(_going_messages(tables, going, messages_version),
-                                               stay[0] if stay else facts[-1].base, as_of=as_of, run_id=run_id,
+                                               stay[0] if stay else facts[-1].base, as_of=audit.as_of, run_id=run_id,
                                                deleted_at=_dt_ms(last_going))
         rows.extend(q_rows)
         summary["rocksdb_queues"] = q_summary
@@ -321,17 +263,126 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     summary["lost_status"] = ("nothing goes" if not going else "lost" if lost else
                               "unknown" if consumer_offsets is None and delay_offsets is None else
                               "partly unknown" if uncovered else "none")
-    for r in lost:
-        summary["unconsumed"].append(r)
-        summary["total_lost_messages"] += r["messages"]
-        summary["total_lost_bytes"] += r["bytes"]
-        rows.append({"as_of": as_of, "run_id": run_id, "kind": "unconsumed", "name": f"{r['topic']}@{r['group']}",
-                     "segment": r["first_segment"], "topic": r["topic"], "queue_id": r["queue_id"],
-                     "consumer_group": r["group"], "min_offset": r["min_offset"], "max_offset": r["max_offset"],
-                     "deleted_at": _dt_ms(lo_hi[0]) if lo_hi else None, "at_next_cleanup": True,
-                     "reason": f"committed offset {r['committed']} is behind {r['messages']} message(s) in segments "
-                               "that go", "messages": r["messages"], "bytes": r["bytes"]})
+    summary["unconsumed"] = lost
+    summary["total_lost_messages"] = sum(r["messages"] for r in lost)
+    summary["total_lost_bytes"] = sum(r["bytes"] for r in lost)
+    rows += _unconsumed_rows(audit, lost)
     return pa.Table.from_pylist(rows, schema=EXPIRY_AUDIT_SCHEMA), summary
+
+
+class _Audit:
+    """What every ``expiry_audit`` row of one run shares: the time it is as of, the run, the cleanup plan and the
+    segments' base offsets (a file goes with the segment its last unit or key points into)."""
+
+    def __init__(self, as_of_ms: int, run_id: str, plan: CleanupPlan, bases: list[int]) -> None:
+        self.as_of_ms, self.run_id, self.plan, self.bases = as_of_ms, run_id, plan, bases
+        self.as_of = _dt_ms(as_of_ms)
+
+    def row(self, **values: object) -> dict:
+        return {"as_of": self.as_of, "run_id": self.run_id, **values}
+
+    def in_next(self, t: int) -> bool:
+        """Deleted at ``t`` (ms; -1: never) falls in the next cleanup's window."""
+        lo_hi = self.plan.next_cleanup
+        return lo_hi is not None and t >= 0 and lo_hi[0] <= t < lo_hi[1]
+
+    def deleted_at(self, max_offsets: list[int]) -> list[int]:
+        """When files whose last unit or key points at these offsets go
+        (:func:`store_format.expiry.files_deleted_with`; -1: not with these segments)."""
+        return files_deleted_with(max_offsets, self.bases, self.plan.deleted_at, self.as_of_ms).tolist()
+
+    @staticmethod
+    def going(rows: list[dict]) -> int:
+        return sum(int(r["at_next_cleanup"]) for r in rows)
+
+
+def _rule_notes(config: BrokerConfig, summary: dict, plan: CleanupPlan, n_old: int, n_segments: int,
+                line_4: CleanupPlan | None) -> list[str]:
+    """The summary's cleanup rule of a DLedger store and its notes: RocksDB consume queues, and with the broker line
+    not known what a 4.9 broker (``line_4``, its plan) would do differently."""
+    notes = []
+    if config.enableDLegerCommitLog:
+        summary["cleanup_rule"] = describe_dledger_rule(config, plan.thresholds, plan.line)
+        summary["dledger"] = {"old_commitlog_files": n_old, "data_files": n_segments - n_old,
+                              "data_dir": dledger_data_dir(config)}
+    if config.rocksdb_cq:
+        notes.append(ROCKSDB_CQ_NOTE)
+        if config.enableDLegerCommitLog:
+            notes.append(ROCKSDB_DLEDGER_NOTE)
+    if line_4 is not None:
+        diff = int((line_4.at_next_cleanup() != plan.at_next_cleanup()).sum())
+        notes.append(
+            "broker line not known (brokerVersion=auto): 5.x rules used" +
+            (f"; a 4.9 broker would treat {diff} segment(s) differently at the next cleanup" if diff else
+             "; a 4.9 broker deletes the same segments at the next cleanup"))
+    return notes
+
+
+def _segment_rows(audit: _Audit, segs: list[dict], names: list[str], at_next: np.ndarray
+                  ) -> tuple[list[dict], list[dict]]:
+    """A row per segment, and the summary's entries of those the next cleanup deletes."""
+    plan = audit.plan
+    rows, going = [], []
+    for i, s in enumerate(segs):
+        rows.append(audit.row(kind="segment", name=names[i], segment=s["segment"], min_offset=s["base_offset"],
+                              max_offset=s["base_offset"] + (s["bytes_written"] or 0), is_last=i == len(segs) - 1,
+                              reference_time=_dt_ms(int(plan.reference_ms[i])), time_source=plan.time_source[i],
+                              expires_at=_dt_ms(int(plan.expires_at[i])), deleted_at=_dt_ms(int(plan.deleted_at[i])),
+                              at_next_cleanup=bool(at_next[i]), reason=plan.reason[i], messages=s["records"],
+                              bytes=s["file_size"]))
+        if at_next[i]:
+            going.append({"segment": s["segment"], "file": names[i],
+                          "reference_time": iso_ms(int(plan.reference_ms[i])), "time_source": plan.time_source[i],
+                          "expires_at": iso_ms(int(plan.expires_at[i])), "deleted_at": iso_ms(int(plan.deleted_at[i])),
+                          "records": s["records"], "reason_kind": plan.reason_kind[i], "reason": plan.reason[i]})
+    return rows, going
+
+
+def _queue_file_rows(audit: _Audit, cq_inventory: pa.Table, config: BrokerConfig) -> list[dict]:
+    """A row per consume queue file, queue by queue in file order (``ConsumeQueue.deleteExpiredFile``: a file goes
+    once its last unit points below the new minimum commitlog offset; a queue's last file stays)."""
+    by_queue: dict[tuple[str, int], list[dict]] = {}
+    for r in cq_inventory.to_pylist():
+        by_queue.setdefault((r["topic"], r["queue_id"]), []).append(r)
+    rows = []
+    for (topic, qid), files in sorted(by_queue.items()):
+        files.sort(key=lambda r: r["file_start"])
+        for f, t in zip(files, audit.deleted_at([f["max_offset"] for f in files])):
+            rows.append(audit.row(kind="consume_queue_file", name=consume_queue_file_path(topic, qid, f["file_start"]),
+                                  segment=f["segment"], topic=topic, queue_id=qid, min_offset=f["min_offset"],
+                                  max_offset=f["max_offset"], is_last=f["is_last"], deleted_at=_dt_ms(t),
+                                  at_next_cleanup=audit.in_next(t),
+                                  reason=("last file of its queue: never deleted" if f["is_last"] else
+                                          "its last unit points below the new minimum commitlog offset" if t >= 0 else
+                                          "its last unit points into a segment that stays"),
+                                  messages=f["units"], bytes=config.cq_file_size))
+    return rows
+
+
+def _index_file_rows(audit: _Audit, index_inventory: pa.Table, config: BrokerConfig) -> list[dict]:
+    """A row per index file in creation order (``IndexService.deleteExpiredFile``: a file goes once its
+    endPhyOffset is below the new minimum commitlog offset; the last one stays)."""
+    idx = sorted(index_inventory.to_pylist(), key=lambda r: r["index_file_no"])
+    return [audit.row(kind="index_file", name=f["index_file"], segment=f["segment"], min_offset=f["min_offset"],
+                      max_offset=f["max_offset"], is_last=f["is_last"], deleted_at=_dt_ms(t),
+                      at_next_cleanup=audit.in_next(t),
+                      reason=("last index file: never deleted" if f["is_last"] else
+                              "its endPhyOffset is below the new minimum commitlog offset" if t >= 0 else
+                              "its endPhyOffset points into a segment that stays"),
+                      messages=f["entries"], bytes=index_file_size(config.maxHashSlotNum, config.maxIndexNum))
+            for f, t in zip(idx, audit.deleted_at([f["max_offset"] for f in idx]))]
+
+
+def _unconsumed_rows(audit: _Audit, lost: list[dict]) -> list[dict]:
+    """A row per topic, queue and group behind on messages of the segments that go (:func:`_lost_messages`)."""
+    lo_hi = audit.plan.next_cleanup
+    return [audit.row(kind="unconsumed", name=f"{r['topic']}@{r['group']}", segment=r["first_segment"],
+                      topic=r["topic"], queue_id=r["queue_id"], consumer_group=r["group"], min_offset=r["min_offset"],
+                      max_offset=r["max_offset"], deleted_at=_dt_ms(lo_hi[0]) if lo_hi else None,
+                      at_next_cleanup=True,
+                      reason=f"committed offset {r['committed']} is behind {r['messages']} message(s) in segments "
+                             "that go", messages=r["messages"], bytes=r["bytes"])
+            for r in lost]
 
 
 def _ext_file_rows(ext: pa.Table, config: BrokerConfig, seg_names: list[str], bases: list[int], plan: CleanupPlan,
