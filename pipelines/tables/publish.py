@@ -356,28 +356,15 @@ class PendingTables:
 
 
 def _finish(p: PendingTables) -> dict:
+    """Commit the rows written (``messages``, ``message_keys``), then the small tables (``segments``,
+    ``anomalies``, ``expiry_audit``) and the ``runs`` row last: its row marks a complete publication."""
     from .runs import report_interrupted, snapshot
-    from .small_tables import segment_ends, segment_rows, table_versions
+    from .small_tables import segment_ends, segment_rows
     t0 = time.perf_counter()
-    spark, tables, res, rows, with_body, buckets, split_seg = (p.spark, p.tables, p.res, p.rows, p.with_body,
-                                                               p.buckets, p.split_seg)
-    config, chain, st, walked, resumed = res.config, res.chain, res.store, res.walked, res.resumed
+    tables, res = p.tables, p.res
+    chain, st, walked, resumed = res.chain, res.store, res.walked, res.resumed
     resume_name = walked.segments[0].name
-    # figures of the tasks, in chain order
-    infos = [json.loads(r["info"]) for r in rows if r["info"]]
-    infos.sort(key=lambda i: min(i["figures"]) if i["figures"] else "")
-    figures: dict[str, dict] = {}
-    for info in infos:
-        for seg, f in info["figures"].items():
-            g = figures.get(seg)
-            if g is None:
-                figures[seg] = f
-                continue
-            for k in ("records", "dispatched", "keys"):
-                g[k] += f[k]
-            g["first"] = min((v for v in (g["first"], f["first"]) if v is not None), default=None)
-            g["last"] = max((v for v in (g["last"], f["last"]) if v is not None), default=None)
-            g["topics"] = sorted(set(g["topics"]) | set(f["topics"]))
+    figures = _task_figures(p.rows)
 
     lap = time.perf_counter()
     # the latest complete run: the previous state, whatever an interrupted publication left after it
@@ -396,19 +383,10 @@ def _finish(p: PendingTables) -> dict:
                                  if s == "live" and n not in store_names)
         where = Where((("segment", ">=", resume_name), ("segment", "in", tuple(deleted_now)),
                        ("segment", "<", st.segments[0].name)))
-    kind, why = writer_choice(spark)
+    kind, why = writer_choice(p.spark)
     _log.info("writer %s%s", kind, f" ({why})" if why else "")
-    writer = open_writer(spark, tables, res.run_id, prefer=kind)
-    paths = {"messages": [r["path"] for r in rows if r["table"] == "messages"],
-             "message_keys": [r["path"] for r in rows if r["table"] == "message_keys"]}
-    versions = {
-        "messages": commit_parquet_files(writer, "messages", MESSAGES_SCHEMA, paths["messages"],
-                                         partition_by=["segment"], where=where, description=DESCRIPTIONS["messages"],
-                                         sort_by=FILE_ORDER["messages"]),
-        "message_keys": commit_parquet_files(writer, "message_keys", message_keys_schema(buckets),
-                                             paths["message_keys"], partition_by=["segment", "key_bucket"],
-                                             where=where, description=DESCRIPTIONS["message_keys"],
-                                             sort_by=FILE_ORDER["message_keys"])}
+    writer = open_writer(p.spark, tables, res.run_id, prefer=kind)
+    versions = _commit_message_tables(writer, p.rows, p.buckets, where)
     res.timings["tables: commit"] = round(time.perf_counter() - lap, 3)
 
     # segments, anomalies, expiry audit, and the run last: its row marks a complete publication
@@ -419,7 +397,7 @@ def _finish(p: PendingTables) -> dict:
                          for s, f in figures.items()},
             "keys": {s: f["keys"] for s, f in figures.items()}}
     seg_table = segment_rows(st, segment_ends(chain, walked), back, prev_segments, res.run_id,
-                              kept_before=resume_name if resumed else None)
+                             kept_before=resume_name if resumed else None)
     versions["segments"] = writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
     # the run's findings (:func:`pipelines.anomalies.walk_anomalies`): the same in every mode
     anomalies = [{"run_id": res.run_id, **a} for a in res.anomalies]
@@ -429,7 +407,63 @@ def _finish(p: PendingTables) -> dict:
                      and r["segment"] in store_names] + anomalies
     versions["anomalies"] = writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA),
                                          ANOMALIES_SCHEMA, description=DESCRIPTIONS["anomalies"])
+    audit_rows, audit_summary = _expiry_audit(tables, res, seg_table)
+    versions["expiry_audit"] = writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA,
+                                            description=DESCRIPTIONS["expiry_audit"])
+    res.timings["tables: small tables"] = round(time.perf_counter() - lap, 3)
+    n_msgs = sum(f["records"] for f in figures.values())
+    n_keys = sum(f["keys"] for f in figures.values())
+    res.timings["tables"] = round(time.perf_counter() - t0, 3)
+    run_row = _run_row(p, writer, versions, messages=n_msgs, keys=n_keys, anomalies=len(anomalies),
+                       deleted=len(deleted_now), resume_name=resume_name)
+    writer.write("runs", pa.Table.from_pylist([run_row], schema=RUNS_SCHEMA), RUNS_SCHEMA, mode="append",
+                 description=DESCRIPTIONS["runs"])
+    return {"tables": tables, "run_id": res.run_id, "writer": writer.kind, "messages": n_msgs, "keys": n_keys,
+            "anomalies": len(anomalies), "anomaly_rows": anomalies, "next_cleanup": audit_summary.get("next_cleanup"),
+            "recovered": [r.as_dict() for r in recovered], "segments_deleted": deleted_now,
+            "resume_segment": resume_name}
+
+
+def _task_figures(rows: list) -> dict[str, dict]:
+    """Each segment's figures (records, dispatched, keys, first and last store time, topics) summed over the tasks'
+    ``info``, in chain order."""
+    infos = [json.loads(r["info"]) for r in rows if r["info"]]
+    infos.sort(key=lambda i: min(i["figures"]) if i["figures"] else "")
+    figures: dict[str, dict] = {}
+    for info in infos:
+        for seg, f in info["figures"].items():
+            g = figures.get(seg)
+            if g is None:
+                figures[seg] = f
+                continue
+            for k in ("records", "dispatched", "keys"):
+                g[k] += f[k]
+            g["first"] = min((v for v in (g["first"], f["first"]) if v is not None), default=None)
+            g["last"] = max((v for v in (g["last"], f["last"]) if v is not None), default=None)
+            g["topics"] = sorted(set(g["topics"]) | set(f["topics"]))
+    return figures
+
+
+def _commit_message_tables(writer: Any, rows: list, buckets: int, where: Where | None) -> dict[str, Any]:
+    """Commit the tasks' parquet files of ``messages`` and ``message_keys`` (``where``: the partitions a resumed
+    run replaces; None: the whole table); their versions."""
+    paths = {"messages": [r["path"] for r in rows if r["table"] == "messages"],
+             "message_keys": [r["path"] for r in rows if r["table"] == "message_keys"]}
+    return {
+        "messages": commit_parquet_files(writer, "messages", MESSAGES_SCHEMA, paths["messages"],
+                                         partition_by=["segment"], where=where, description=DESCRIPTIONS["messages"],
+                                         sort_by=FILE_ORDER["messages"]),
+        "message_keys": commit_parquet_files(writer, "message_keys", message_keys_schema(buckets),
+                                             paths["message_keys"], partition_by=["segment", "key_bucket"],
+                                             where=where, description=DESCRIPTIONS["message_keys"],
+                                             sort_by=FILE_ORDER["message_keys"])}
+
+
+def _expiry_audit(tables: str, res: RebuildResults, seg_table: pa.Table) -> tuple[pa.Table, dict]:
+    """The ``expiry_audit`` rows as of the run's start (:func:`pipelines.tables.expiry_audit.build_expiry_audit`)
+    from the live segments, the consume queue files holding units and the index files holding keys."""
     from .expiry_audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
+    config, st = res.config, res.store
     consumer, delay = load_offsets(st.uri, None, None)
     units_per_file = config.cq_file_size // CQ_UNIT_SIZE
     cq_rows = [{"topic": r["topic"], "queue_id": r["queue_id"], "file": r["file_start"] // config.cq_file_size,
@@ -439,40 +473,36 @@ def _finish(p: PendingTables) -> dict:
                  "lo": r["begin_offset"], "hi": r["end_offset"] if r["entries"] else None,
                  "segment": _segment_of(st, r["end_offset"]) if r["entries"] else None}
                 for r in res.index_files if r["entries"]]
-    audit_rows, audit_summary = build_expiry_audit(
+    return build_expiry_audit(
         tables, config, seg_table.filter(pc.equal(seg_table["status"], "live")),
         cq_inventory_table(cq_rows, units_per_file), index_inventory_table(idx_rows),
         as_of_ms=int(res.started * 1000), consumer_offsets=consumer, delay_offsets=delay, run_id=res.run_id,
         # a converted store not yet started with DLedger: its first data file comes after the last old file
         dledger_from=st.dledger.first_offset if st.dledger is not None else
         st.segments[-1].end if st.dledger_pending and st.segments else None)
-    versions["expiry_audit"] = writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA,
-                                            description=DESCRIPTIONS["expiry_audit"])
-    res.timings["tables: small tables"] = round(time.perf_counter() - lap, 3)
-    n_msgs = sum(f["records"] for f in figures.values())
-    n_keys = sum(f["keys"] for f in figures.values())
-    res.timings["tables"] = round(time.perf_counter() - t0, 3)
+
+
+def _run_row(p: PendingTables, writer: Any, versions: dict[str, Any], *, messages: int, keys: int, anomalies: int,
+             deleted: int, resume_name: str) -> dict:
+    """The ``runs`` row of this publication (its tables' versions, what it walked, its timings)."""
+    from .small_tables import table_versions
+    res = p.res
+    st, chain, split_seg = res.store, res.chain, p.split_seg
     last_entry = chain.entries[-1] if chain.entries else None
-    run_row = {
-        "run_id": res.run_id, "command": res.command, "mode": resumed.mode if resumed else "full",
+    return {
+        "run_id": res.run_id, "command": res.command, "mode": res.resumed.mode if res.resumed else "full",
         "started_at": ms_to_datetime(int(res.started * 1000)),
         "finished_at": ms_to_datetime(int(time.time() * 1000)), "store": st.uri if "://" in st.uri else st.root,
-        "tables": tables, "config": json.dumps(config.as_properties(), sort_keys=True),
-        "versions": json.dumps(table_versions(writer, versions)), "with_body": with_body,
+        "tables": p.tables, "config": json.dumps(res.config.as_properties(), sort_keys=True),
+        "versions": json.dumps(table_versions(writer, versions)), "with_body": p.with_body,
         "segments_in_store": len(st.segments), "segments_scanned": len(set(split_seg.values())),
-        "segments_deleted": len(deleted_now), "resume_segment": resume_name,
+        "segments_deleted": deleted, "resume_segment": resume_name,
         "watermark_segment": split_seg[last_entry.split.split_id] if last_entry else resume_name,
         "watermark_offset": (last_entry.split.seg_base + int(last_entry.summary.get("bufpos", 0))
                              if last_entry else None),
         "records_scanned": sum(e.summary.get("records", 0) for e in chain.entries),
-        "messages_written": n_msgs, "keys_written": n_keys, "anomalies": len(anomalies),
+        "messages_written": messages, "keys_written": keys, "anomalies": anomalies,
         "timings": json.dumps(res.timings)}
-    writer.write("runs", pa.Table.from_pylist([run_row], schema=RUNS_SCHEMA), RUNS_SCHEMA, mode="append",
-                 description=DESCRIPTIONS["runs"])
-    return {"tables": tables, "run_id": res.run_id, "writer": writer.kind, "messages": n_msgs, "keys": n_keys,
-            "anomalies": len(anomalies), "anomaly_rows": anomalies, "next_cleanup": audit_summary.get("next_cleanup"),
-            "recovered": [r.as_dict() for r in recovered], "segments_deleted": deleted_now,
-            "resume_segment": resume_name}
 
 
 def _segment_of(st: StoreLocation, offset: int | None) -> str | None:
