@@ -41,21 +41,58 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_he
     ``entry_header``: a DLedger store's entry header size (``store_format.dledger``); a segment whose
     first record lies at that position is a DLedger data file, where each record follows its
     entry's header rather than the previous record."""
-    topic_ids = Ids()
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("seg", "pos", "off", "ssize", "ts", "indexed", "qkey",
-                                                           "cqoff", "lmq_qkey", "lmq_cqoff")}
-    per_seg: dict[str, np.ndarray] = {k: np.zeros(0, np.int64) for k in (
-        "rows", "dispatched", "crc_bad", "size_bad", "nulls", "bad_sizes", "cq_flag")}
-    n = 0
-    unknown_runs = 0
+    batches = _Batches(seg_ids, known_runs)
     for b in reader.batches("messages", MESSAGE_COLUMNS):
-        if not b.num_rows:
-            continue
-        n += b.num_rows
+        if b.num_rows:
+            batches.add(b)
+    cat = batches.take
+    seg, pos, off = cat("seg", np.int32), cat("pos", np.int64), cat("off", np.int64)
+    ssize, ts, indexed = cat("ssize", np.int64), cat("ts", np.int64), cat("indexed", bool)
+    k = len(seg_ids)
+    per_seg = {key: grow(v, k) for key, v in batches.per_seg.items()}
+    bases = np.array([_base_of(s) for s in seg_ids.names], dtype=np.int64)
+    # offsets: duplicates anywhere in the table, then each segment in position order
+    by_off = np.argsort(off, kind="stable")
+    off_sorted = off[by_off]
+    dup = np.zeros(len(off), bool)
+    dup[1:] = off_sorted[1:] == off_sorted[:-1]
+    duplicates = bincount(seg[by_off][dup], k)
+    not_base = bincount(seg, k, off != bases[seg] + pos)
+    layout = _segment_layout(seg, pos, off, ssize, ts, k, entry_header)
+    del pos, ssize
+    # consume queues: each queue's unit numbers unique and contiguous; units per consume queue file
+    qkey, cqoff = cat("qkey", np.int64), cat("cqoff", np.int64)
+    queue_frame = consume_queue_frame(_queue_rows(qkey, cqoff, batches.topic_ids))
+    # units per consume queue file: the records' own units and their light queue units
+    # (``CommitLogDispatcherBuildConsumeQueue`` multi-dispatch writes light queue files like any other)
+    fk, fo = np.r_[qkey, cat("lmq_qkey", np.int64)], np.r_[cqoff, cat("lmq_cqoff", np.int64)]
+    fs = np.lexsort((fo, fk))
+    files = {"qkey": fk[fs], "cqoff": fo[fs]}
+    return {"n": batches.n, **per_seg, "duplicates": duplicates, "not_base": not_base, **layout,
+            "off_sorted": off_sorted, "by_off": by_off, "seg": seg, "ts": ts, "indexed": indexed,
+            "queues": queue_frame, "cq_files": files, "topics": batches.topic_ids,
+            "unknown_run_rows": batches.unknown_runs}
+
+
+class _Batches:
+    """One pass over ``messages``' batches: per-segment counts (rows, dispatched, CRC and totalSize failures, nulls,
+    impossible sizes, consume queue flag against offset) and the few int64 columns the later checks need."""
+
+    def __init__(self, seg_ids: Ids, known_runs: set) -> None:
+        self.seg_ids, self.known_runs = seg_ids, known_runs
+        self.topic_ids = Ids()
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in (
+            "seg", "pos", "off", "ssize", "ts", "indexed", "qkey", "cqoff", "lmq_qkey", "lmq_cqoff")}
+        self.per_seg: dict[str, np.ndarray] = {k: np.zeros(0, np.int64) for k in (
+            "rows", "dispatched", "crc_bad", "size_bad", "nulls", "bad_sizes", "cq_flag")}
+        self.n = 0
+        self.unknown_runs = 0
+
+    def add(self, b: pa.RecordBatch) -> None:
+        self.n += b.num_rows
         col = dict(zip(b.schema.names, b.columns))
-        seg = seg_ids(col["segment"])
-        k = len(seg_ids)
-        pos = to_numpy(col["position"], -1, np.int64)
+        seg = self.seg_ids(col["segment"])
+        k = len(self.seg_ids)
         size = to_numpy(col["size"], 0, np.int64)
         ssize = to_numpy(col["structural_size"], 0, np.int64)
         body = to_numpy(col["body_size"], 0, np.int64)
@@ -73,18 +110,19 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_he
         for key, values in (("rows", None), ("dispatched", ~not_dispatched), ("crc_bad", crc_bad),
                             ("size_bad", size_bad), ("nulls", nulls), ("bad_sizes", bad_sizes),
                             ("cq_flag", in_cq != has_cq_off)):
-            per_seg[key] = grow(per_seg[key], k)
-            per_seg[key][:k] += bincount(seg, k, values)
-        unknown_runs += unknown_run_rows(col["run_id"], known_runs)
+            self.per_seg[key] = grow(self.per_seg[key], k)
+            self.per_seg[key][:k] += bincount(seg, k, values)
+        self.unknown_runs += unknown_run_rows(col["run_id"], self.known_runs)
+        parts = self.parts
         parts["seg"].append(seg)
-        parts["pos"].append(pos)
+        parts["pos"].append(to_numpy(col["position"], -1, np.int64))
         parts["off"].append(to_numpy(col["commitlog_offset"], -1, np.int64))
         parts["ssize"].append(ssize)
         parts["ts"].append(to_numpy(col["store_timestamp"], NO_TS, np.int64))
         parts["indexed"].append(to_numpy(col["indexed"], False, bool))
         q = in_cq & has_cq_off
         if q.any():
-            topics = topic_ids(col["topic"].filter(pa.array(q)))
+            topics = self.topic_ids(col["topic"].filter(pa.array(q)))
             qid = to_numpy(col["queue_id"].filter(pa.array(q)), -1, np.int64)
             parts["qkey"].append((topics.astype(np.int64) << 32) | (qid & 0xFFFFFFFF))
             parts["cqoff"].append(to_numpy(col["consume_queue_offset"].filter(pa.array(q)), -1, np.int64))
@@ -94,34 +132,25 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_he
             lmq_units = pc.list_flatten(col["lmq_consume_queue_offsets"])
             lmq_qids = pc.list_flatten(col["lmq_queue_ids"])
             if len(lmq_units) == len(lmq_names) == len(lmq_qids):
-                written = to_numpy(pc.is_valid(lmq_units), False, bool)
-                w = pa.array(written)
-                topics = topic_ids(lmq_names.filter(w))
+                w = pa.array(to_numpy(pc.is_valid(lmq_units), False, bool))
+                topics = self.topic_ids(lmq_names.filter(w))
                 qid = to_numpy(lmq_qids.filter(w), -1, np.int64)
                 parts["lmq_qkey"].append((topics.astype(np.int64) << 32) | (qid & 0xFFFFFFFF))
                 parts["lmq_cqoff"].append(to_numpy(lmq_units.filter(w), -1, np.int64))
 
-    def cat(k: str, dtype: Any) -> np.ndarray:  # and drop the pieces
-        pieces = parts.pop(k)
+    def take(self, k: str, dtype: Any) -> np.ndarray:
+        """A column's pieces joined, and dropped from memory."""
+        pieces = self.parts.pop(k)
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype)
 
-    seg, pos, off = cat("seg", np.int32), cat("pos", np.int64), cat("off", np.int64)
-    ssize, ts, indexed = cat("ssize", np.int64), cat("ts", np.int64), cat("indexed", bool)
-    k = len(seg_ids)
-    for key in per_seg:
-        per_seg[key] = grow(per_seg[key], k)
-    bases = np.array([_base_of(s) for s in seg_ids.names], dtype=np.int64)
 
-    # offsets: duplicates anywhere in the table, then each segment in position order
-    by_off = np.argsort(off, kind="stable")
-    off_sorted = off[by_off]
-    dup = np.zeros(len(off), bool)
-    dup[1:] = off_sorted[1:] == off_sorted[:-1]
-    duplicates = bincount(seg[by_off][dup], k)
-    not_base = bincount(seg, k, off != bases[seg] + pos)
+def _segment_layout(seg: np.ndarray, pos: np.ndarray, off: np.ndarray, ssize: np.ndarray, ts: np.ndarray, k: int,
+                    entry_header: int) -> dict[str, np.ndarray]:
+    """Each segment's records in position order: offsets not increasing, gaps (each record right after the one
+    before, or after its DLedger entry's header), the end of its last record and its store time range."""
     order = np.lexsort((pos, seg))
     s_o, p_o, o_o, z_o, t_o = seg[order], pos[order], off[order], ssize[order], ts[order]
-    del order, pos, ssize
+    del order
     same = s_o[1:] == s_o[:-1]
     not_increasing = bincount(s_o[1:], k, same & (o_o[1:] <= o_o[:-1]))
     header = np.zeros(k, np.int64)
@@ -141,36 +170,29 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_he
         hi = np.maximum.reduceat(np.where(valid, t_o, NO_TS), starts)
         ts_min[present_segs] = np.where(lo == np.iinfo(np.int64).max, NO_TS, lo)
         ts_max[present_segs] = hi
+    return {"not_increasing": not_increasing, "gaps": gaps, "ends": ends, "ts_min": ts_min, "ts_max": ts_max}
 
-    # consume queues: each queue's unit numbers unique and contiguous; units per consume queue file
-    qkey, cqoff = cat("qkey", np.int64), cat("cqoff", np.int64)
-    queue_rows = []
-    if len(qkey):
-        qo = np.lexsort((cqoff, qkey))
-        qk, co = qkey[qo], cqoff[qo]
-        qsame = qk[1:] == qk[:-1]
-        qstarts = np.flatnonzero(np.r_[True, ~qsame])
-        qdup = np.r_[False, qsame & (co[1:] == co[:-1])]
-        units = np.diff(np.r_[qstarts, len(qk)])
-        dups = np.add.reduceat(qdup.astype(np.int64), qstarts)
-        firsts, lasts = co[qstarts], co[np.r_[qstarts[1:], len(qk)] - 1]
-        for i, s in enumerate(qstarts.tolist()):
-            queue = int(qk[s])
-            queue_rows.append({"topic": topic_ids.names[queue >> 32], "queue_id": signed32(queue),
-                               "units": int(units[i]), "first_offset": int(firsts[i]), "last_offset": int(lasts[i]),
-                               "span": int(lasts[i] - firsts[i] + 1), "duplicate_units": int(dups[i])})
-    queue_frame = consume_queue_frame(queue_rows)
-    # units per consume queue file: the records' own units and their light queue units
-    # (``CommitLogDispatcherBuildConsumeQueue`` multi-dispatch writes light queue files like any other)
-    fk, fo = np.r_[qkey, cat("lmq_qkey", np.int64)], np.r_[cqoff, cat("lmq_cqoff", np.int64)]
-    fs = np.lexsort((fo, fk))
-    files = {"qkey": fk[fs], "cqoff": fo[fs]}
-    return {"n": n, "rows": per_seg["rows"], "dispatched": per_seg["dispatched"], "crc_bad": per_seg["crc_bad"],
-            "size_bad": per_seg["size_bad"], "nulls": per_seg["nulls"], "bad_sizes": per_seg["bad_sizes"],
-            "cq_flag": per_seg["cq_flag"], "duplicates": duplicates, "not_base": not_base,
-            "not_increasing": not_increasing, "gaps": gaps, "ends": ends, "ts_min": ts_min, "ts_max": ts_max,
-            "off_sorted": off_sorted, "by_off": by_off, "seg": seg, "ts": ts, "indexed": indexed,
-            "queues": queue_frame, "cq_files": files, "topics": topic_ids, "unknown_run_rows": unknown_runs}
+
+def _queue_rows(qkey: np.ndarray, cqoff: np.ndarray, topic_ids: Ids) -> list[dict]:
+    """One row per consume queue (``ConsumeQueue.putMessagePositionInfo``): its units, first and last consume queue
+    offset, span and duplicate unit numbers."""
+    if not len(qkey):
+        return []
+    qo = np.lexsort((cqoff, qkey))
+    qk, co = qkey[qo], cqoff[qo]
+    qsame = qk[1:] == qk[:-1]
+    qstarts = np.flatnonzero(np.r_[True, ~qsame])
+    qdup = np.r_[False, qsame & (co[1:] == co[:-1])]
+    units = np.diff(np.r_[qstarts, len(qk)])
+    dups = np.add.reduceat(qdup.astype(np.int64), qstarts)
+    firsts, lasts = co[qstarts], co[np.r_[qstarts[1:], len(qk)] - 1]
+    rows = []
+    for i, s in enumerate(qstarts.tolist()):
+        queue = int(qk[s])
+        rows.append({"topic": topic_ids.names[queue >> 32], "queue_id": signed32(queue),
+                     "units": int(units[i]), "first_offset": int(firsts[i]), "last_offset": int(lasts[i]),
+                     "span": int(lasts[i] - firsts[i] + 1), "duplicate_units": int(dups[i])})
+    return rows
 
 
 def consume_queue_frame(rows: list[dict]) -> pd.DataFrame:
