@@ -28,7 +28,7 @@ reput nothing there.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import numpy as np
@@ -196,134 +196,160 @@ def iter_commitlog(read: cl.Reader, *, name: str, size: int, config: BrokerConfi
     Yields:
         ``file`` header, ``record`` items, ``event`` items and a ``summary``.
     """
-    base = _segment_base(name)
-    sel = Selection(start, count)
-    is_5x = config.is_5x
-    kind = KIND_COMMITLOG if dledger is None else KIND_DLEDGER
-    header: Item = {"type": "file", "kind": kind, "path": path or name, "name": name, "base_offset": base,
-                    "file_size": size, "size_ok": size == config.mappedFileSizeCommitLog,
-                    "broker_version": "5" if is_5x else "4", "window": window}
-    stats = {"records": 0, "dispatched": 0, "size_mismatch": 0, "crc_failed": 0, "physical_offset_wrong": 0,
-             "not_read_by_reput": 0, "bytes": 0}
-    # DLedger: the file position where the committed data ends, when it lies in this file (None: no cut)
-    cut: int | None = None
-    uncommitted = False
-    if dledger is not None:
-        header.update(log=dledger.log, committed_index=dledger.committed_index,
-                      committed_offset=dledger.committed_pos, committed_note=dledger.note)
-        stats.update(not_committed=0, entries_bad=0)
-        if dledger.committed_pos is not None:
-            uncommitted = dledger.committed_pos <= base
-            cut = dledger.committed_pos - base if base < dledger.committed_pos < base + size else None
-    yield header
+    dump = _SegmentDump(read, name, size, config, path, window, dledger, Selection(start, count))
+    yield dump.header()
     if size != config.mappedFileSizeCommitLog:
-        yield {"type": "event", "event": "file_size", "position": 0, "offset": base,
+        yield {"type": "event", "event": "file_size", "position": 0, "offset": dump.base,
                "detail": f"the file is {size} bytes but mappedFileSizeCommitLog is {config.mappedFileSizeCommitLog}: "
                          "a broker refuses to load it (pass --config with the store's broker.conf if it differs)"}
-    if uncommitted and sel.open:
-        yield _committed_event(0, base, dledger, before=True)
+    if dump.uncommitted and dump.sel.open:
+        yield _committed_event(0, dump.base, dledger, before=True)
     scratch = cl.Scratch()
     state = cl.WalkState.at_slice_start(0, size)
-    not_read_after: int | None = None  # position of the unreadable record the reput stops at
     end: dict[str, Any] | None = None
     while True:
         split_end = min(state.bufpos + window, size + 1)
-        if cut is not None:
-            split_end = min(split_end, cut)
-        res = cl.walk_range(read, base, size, state, split_end, config, window=window + _WINDOW_MARGIN,
+        if dump.cut is not None:
+            split_end = min(split_end, dump.cut)
+        res = cl.walk_range(read, dump.base, size, state, split_end, config, window=window + _WINDOW_MARGIN,
                             keep_text=True, scratch=scratch, dledger=dledger is not None)
-        n = len(res.rec)
-        if n:
-            rec = res.rec
-            text = np.asarray(res.text, dtype=np.uint8)
-            computed = body_crc_spans(text, res.text_origin, rec[:, cl.R_BODY_START], rec[:, cl.R_BODY_LEN])
-            crc_ok = computed == rec[:, cl.R_CRC].astype(np.int32)
-            ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
-            entries = _entry_columns(res, base) if dledger is not None else None
-            stats["records"] += n
-            stats["dispatched"] += int(ok.sum()) if not_read_after is None and not uncommitted else 0
-            stats["size_mismatch"] += int((~ok).sum())
-            stats["crc_failed"] += int((~crc_ok).sum())
-            stats["physical_offset_wrong"] += int((rec[:, cl.R_PHYS] != base + rec[:, cl.R_POS]).sum())
-            stats["bytes"] += int(rec[:, cl.R_STRUCT].sum())
-            if uncommitted:
-                stats["not_committed"] += n
-            elif not_read_after is not None:
-                stats["not_read_by_reput"] += n
-            if entries is not None:
-                stats["entries_bad"] += int((~entries["ok"]).sum())
-            first_no = sel.seen
-            lo, hi = sel.take(n)
-            if hi > lo:
-                gone = "not_committed" if uncommitted else "not_read" if not_read_after is not None else None
-                yield from _record_items(res, lo, hi, first_no, name, base, computed, crc_ok, gone, entries)
-            if sel.done:
+        if len(res.rec):
+            yield from dump.records(res)
+            if dump.sel.done:
                 end = {"event": "stopped", "detail": f"--count {count} reached"}
                 break
         state = res.state
         stop = res.stop
         if stop == cl.Stop.SPLIT_END:
-            if cut is not None and state.bufpos >= cut:
-                if sel.open:
-                    yield _committed_event(state.bufpos, base, dledger, before=False)
-                cut, uncommitted = None, True
+            if dump.cut is not None and state.bufpos >= dump.cut:
+                yield from dump.past_committed(state.bufpos)
             continue
         pos = state.bufpos
         if stop == cl.Stop.BLANK:
-            yield from _blank_event(read, pos, name, base, size, state, stop, config, path, not_read_after,
-                                    dledger is not None, sel)
+            yield from _blank_event(read, pos, name, dump.base, size, state, stop, config, path, dump.not_read_after,
+                                    dledger is not None, dump.sel)
             end = {"event": "blank", "position": pos}
             break
         if stop == cl.Stop.SLICE_END or pos >= size:
-            if sel.open:
-                yield {"type": "event", "event": "segment_end", "position": pos, "offset": base + pos,
+            if dump.sel.open:
+                yield {"type": "event", "event": "segment_end", "position": pos, "offset": dump.base + pos,
                        "detail": "the records fill the segment to its last byte (no blank record)"}
             end = {"event": "segment_end", "position": pos}
             break
-        # an unreadable record, a bad magic code, or zeros
+        found, end = yield from dump.unreadable(pos)
+        if found < 0:
+            break
+        state = cl.WalkState.at_slice_start(found, size)
+    yield {"type": "summary", "kind": dump.kind, "name": name, **dump.stats, "end": end,
+           "reput_stops_at": dump.not_read_after, **dump.sel.summary()}
+
+
+class _SegmentDump:
+    """:func:`iter_commitlog`'s walk of one segment: its figures so far, where the reput stops reading
+    (``not_read_after``) and, on a DLedger data file, where the committed data ends in it (``cut``) and whether the
+    records are past it (``uncommitted``)."""
+
+    def __init__(self, read: cl.Reader, name: str, size: int, config: BrokerConfig, path: str | None, window: int,
+                 dledger: DLedgerFile | None, sel: Selection) -> None:
+        self.read, self.name, self.size, self.config, self.path, self.window = read, name, size, config, path, window
+        self.dledger, self.sel = dledger, sel
+        self.base = _segment_base(name)
+        self.kind = KIND_COMMITLOG if dledger is None else KIND_DLEDGER
+        self.stats = {"records": 0, "dispatched": 0, "size_mismatch": 0, "crc_failed": 0, "physical_offset_wrong": 0,
+                      "not_read_by_reput": 0, "bytes": 0}
+        # DLedger: the file position where the committed data ends, when it lies in this file (None: no cut)
+        self.cut: int | None = None
+        self.uncommitted = False
+        self.not_read_after: int | None = None  # position of the unreadable record the reput stops at
+
+    def header(self) -> Item:
+        """The ``file`` item (and, on a DLedger data file, where its committed data ends)."""
+        base, size, dledger = self.base, self.size, self.dledger
+        header: Item = {"type": "file", "kind": self.kind, "path": self.path or self.name, "name": self.name,
+                        "base_offset": base, "file_size": size, "size_ok": size == self.config.mappedFileSizeCommitLog,
+                        "broker_version": "5" if self.config.is_5x else "4", "window": self.window}
+        if dledger is not None:
+            header.update(log=dledger.log, committed_index=dledger.committed_index,
+                          committed_offset=dledger.committed_pos, committed_note=dledger.note)
+            self.stats.update(not_committed=0, entries_bad=0)
+            if dledger.committed_pos is not None:
+                self.uncommitted = dledger.committed_pos <= base
+                self.cut = dledger.committed_pos - base if base < dledger.committed_pos < base + size else None
+        return header
+
+    def records(self, res: cl.WalkResult) -> Iterator[Item]:
+        """Count a window's records and yield the selected ones' items."""
+        stats, base, n = self.stats, self.base, len(res.rec)
+        rec = res.rec
+        text = np.asarray(res.text, dtype=np.uint8)
+        computed = body_crc_spans(text, res.text_origin, rec[:, cl.R_BODY_START], rec[:, cl.R_BODY_LEN])
+        crc_ok = computed == rec[:, cl.R_CRC].astype(np.int32)
+        ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
+        entries = _entry_columns(res, base) if self.dledger is not None else None
+        stats["records"] += n
+        stats["dispatched"] += int(ok.sum()) if self.not_read_after is None and not self.uncommitted else 0
+        stats["size_mismatch"] += int((~ok).sum())
+        stats["crc_failed"] += int((~crc_ok).sum())
+        stats["physical_offset_wrong"] += int((rec[:, cl.R_PHYS] != base + rec[:, cl.R_POS]).sum())
+        stats["bytes"] += int(rec[:, cl.R_STRUCT].sum())
+        if self.uncommitted:
+            stats["not_committed"] += n
+        elif self.not_read_after is not None:
+            stats["not_read_by_reput"] += n
+        if entries is not None:
+            stats["entries_bad"] += int((~entries["ok"]).sum())
+        first_no = self.sel.seen
+        lo, hi = self.sel.take(n)
+        if hi > lo:
+            gone = "not_committed" if self.uncommitted else "not_read" if self.not_read_after is not None else None
+            yield from _record_items(res, lo, hi, first_no, self.name, base, computed, crc_ok, gone, entries)
+
+    def past_committed(self, pos: int) -> Iterator[Item]:
+        """The walk passed the committed data's end: the records from here on are not committed."""
+        if self.sel.open:
+            yield _committed_event(pos, self.base, self.dledger, before=False)
+        self.cut, self.uncommitted = None, True
+
+    def unreadable(self, pos: int) -> Generator[Item, None, tuple[int, dict[str, Any] | None]]:
+        """An unreadable record, a bad magic code, or zeros at ``pos``: its event, then where the walk goes on
+        (:func:`store_format.commitlog.resync`; -1: nowhere) and, when nowhere, the summary's ``end``."""
+        read, size, base, config, dledger, sel = self.read, self.size, self.base, self.config, self.dledger, self.sel
         accept_v2 = bool(getattr(config, "accepts_v2_records", True))
         why = (classify_unreadable(read, size, pos, accept_v2=accept_v2) if dledger is None
                else classify_unreadable_entry(read, size, pos, accept_v2=accept_v2))
-        after = first_nonzero(read, pos, size, min(window, SCAN_WINDOW)) if why.kind == "end_of_data" else pos
+        after = first_nonzero(read, pos, size, min(self.window, SCAN_WINDOW)) if why.kind == "end_of_data" else pos
         if why.kind == "end_of_data" and after < 0:
             if sel.open:
                 yield {"type": "event", "event": "end_of_data", "position": pos, "offset": base + pos,
                        "detail": "end of data: the rest of the segment is zero"}
-            end = {"event": "end_of_data", "position": pos}
-            break
+            return -1, {"event": "end_of_data", "position": pos}
         reput_note = ("a master's reput skips the rest of the segment" if config.is_master
                       else "a slave's reput stops here for good")
         checker = "DLedgerCommitLog" if dledger is not None else "CommitLog"
-        item: Item = {"type": "event", "event": why.kind, "position": pos, "offset": base + pos, **_prefixed(why),
-                      "detail": why.detail + ("; non-zero bytes follow at position " + str(after)
-                                              if why.kind == "end_of_data" else "")
-                      + f"; {reput_note} ({checker}.checkMessageAndReturnSize returns -1)"}
         if sel.open:
-            yield item
-        if not_read_after is None:
-            not_read_after = pos
+            yield {"type": "event", "event": why.kind, "position": pos, "offset": base + pos, **_prefixed(why),
+                   "detail": why.detail + ("; non-zero bytes follow at position " + str(after)
+                                           if why.kind == "end_of_data" else "")
+                   + f"; {reput_note} ({checker}.checkMessageAndReturnSize returns -1)"}
+        if self.not_read_after is None:
+            self.not_read_after = pos
         found = cl.resync(read, base, max(pos + 1, after - OFF_MAGIC if after > pos else pos + 1), size, size,
                           dledger=dledger is not None)
-        if cut is not None and found >= cut:
-            if sel.open:
-                yield _committed_event(cut, base, dledger, before=False)
-            cut, uncommitted = None, True
+        if self.cut is not None and found >= self.cut:
+            yield from self.past_committed(self.cut)
         if found < 0:
             what = "an entry start (its magic, its own pos, size = body size + 48)" if dledger is not None \
                 else "a record start (a known magic code with its own physicalOffset)"
             if sel.open:
                 yield {"type": "event", "event": "no_more_records", "position": pos, "offset": base + pos,
                        "detail": f"no {what} found after it"}
-            end = {"event": why.kind, "position": pos}
-            break
+            return -1, {"event": why.kind, "position": pos}
         if sel.open:
             yield {"type": "event", "event": "resync", "position": found, "offset": base + found,
                    "skipped_bytes": found - pos,
                    "detail": f"next record found by content at position {found}; the records from here on are "
                              "not read by the broker's reput (\"reput\": \"not_read\")"}
-        state = cl.WalkState.at_slice_start(found, size)
-    yield {"type": "summary", "kind": kind, "name": name, **stats, "end": end,
-           "reput_stops_at": not_read_after, **sel.summary()}
+        return found, None
 
 
 def _committed_event(pos: int, base: int, dledger: DLedgerFile | None, *, before: bool) -> Item:
