@@ -61,7 +61,7 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
     requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + blanks_inside
     topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
     if requests and any(qid == 0 for qid, _ in topic_empty):
-        why = _mix_refusal(config, blanks_inside, mix) if as_restart else ""
+        why = _mix_refusal(config, recovery, blanks_inside, mix) if as_restart else ""
         if why:
             raise UnsupportedConfigError(
                 f"{st.uri}: --as-restart: {why} and a multi-dispatch request naming an empty queue both put units "
@@ -131,13 +131,14 @@ def queue_zero_seeds(config: BrokerConfig, mix: QueueZeroMix | None) -> dict[tup
     return None if state is None else {("", 0): [int(v) for v in state]}
 
 
-def _mix_refusal(config: BrokerConfig, blanks_inside: int, mix: QueueZeroMix | None) -> str:
+def _mix_refusal(config: BrokerConfig, recovery: object, blanks_inside: int, mix: QueueZeroMix | None) -> str:
     """Why ``--as-restart`` does not write topic "" queue 0 where blanks' empty requests and empty-name units both
-    reach it (empty: it does): blanks a DLedger start's reput set inside an entry dispatches (no broker case); a
-    line other than 5.5.1 (5.3.3's recovery walks from the first file there, so it cuts at the damaged record the
-    concurrent reput would read: no broker case)."""
-    if blanks_inside:
-        return "blanks' empty requests of a DLedger start's reput set inside an entry"
+    reach it (empty: it does): a DLedger start (``recovery`` no :class:`pipelines.restart.Restart`), its reput set
+    inside an entry dispatching blanks or not (no broker case); a line other than 5.5.1 (5.3.3's recovery walks from
+    the first file there, so it cuts at the damaged record the concurrent reput would read: no broker case)."""
+    if blanks_inside or not isinstance(recovery, Restart):
+        return "blanks' empty requests at a DLedger start" + (
+            " (its reput set inside an entry dispatches some)" if blanks_inside else "")
     assert mix is not None   # the other requests are the concurrent reput's stops'
     if config.brokerVersion != "5.5":
         return "blanks' empty requests of the concurrent reput, on a broker line other than 5.5.1,"

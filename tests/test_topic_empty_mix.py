@@ -93,8 +93,8 @@ def test_each_file_s_figures_are_the_empty_name_units_put_there() -> None:
 def test_as_restart_over_the_mix_is_refused_in_one_line_where_no_broker_showed_it(tmp_path: Path,
                                                                                       monkeypatch) -> None:
     """``--as-restart`` where both reach topic "" queue 0, refused in one line where not checked against a broker:
-    on 5.3.3 (the 5.5.1 broker's restart is checked: tests/test_topic_empty_mix_restart_broker.py), and where blanks
-    a DLedger start's reput set inside an entry dispatches are among the empty requests (on 5.5.1 too)."""
+    on 5.3.3 (the 5.5.1 broker's restart is checked: tests/test_topic_empty_mix_restart_broker.py), and at a DLedger
+    start, its reput set inside an entry dispatching blanks or not (on 5.5.1 too)."""
     import pipelines.restart_topic_empty as rte
     from pipelines.build_stage import Built
     from store_format.concurrent_reput import ConcurrentStop
@@ -104,11 +104,14 @@ def test_as_restart_over_the_mix_is_refused_in_one_line_where_no_broker_showed_i
     stop = ConcurrentStop(offset=300, why="", finding={}, empty_request=150, empty_requests=1)
     mix = rte.QueueZeroMix(None, 150, 1)  # type: ignore[arg-type]
     v55 = BrokerConfig.from_properties({"brokerVersion": "5.5", "mappedFileSizeConsumeQueue": str(CQ_SIZE)})
-    for config, stops, inside, what in ((_config(), [stop], 0, "other than 5.5.1"), (v55, [], 1, "DLedger")):
+    restart = rte.Restart(None)  # type: ignore[arg-type]
+    for config, stops, inside, recovery, what in ((_config(), [stop], 0, restart, "other than 5.5.1"),
+                                                  (v55, [], 1, None, "inside an entry"),
+                                                  (v55, [stop], 0, None, "DLedger start")):
         monkeypatch.setattr(rte, "inside_blanks", lambda recovery, n=inside: n)
         built = Built([{"topic": "", "queue_id": 0, "file_start": 0}], [], 1, 1, [])
         with pytest.raises(UnsupportedConfigError) as e:
-            rte.write_topic_empty(st, config, None, built, None, stops, mix if stops else None,  # type: ignore
+            rte.write_topic_empty(st, config, None, built, recovery, stops, mix if stops else None,  # type: ignore
                                   as_restart=True)
         assert "\n" not in str(e.value) and "--as-restart" in str(e.value) and "consumequeue/0/" in str(e.value)
         assert what in str(e.value), str(e.value)
