@@ -292,7 +292,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             totals["dispatched_after_last_key"] = index_after_last_key(stops, totals["end_phy_offset"],
                                                                        totals["dispatched_after_last_key"])
             totals["empty_requests"] = sum(s.empty_requests for s in stops)
-        mix = queue_zero_mix(stops, walk, as_restart)   # topic "" queue 0: blanks' empty requests beside LMQ units
+        mix = queue_zero_mix(stops, walk)   # topic "" queue 0: blanks' empty requests beside LMQ units
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
                             extra_units=empty_request_units(config, stops),
                             seeds=queue_zero_seeds(config, mix) if tables is not None else None)

@@ -9,7 +9,9 @@ reads those folders as topics "<queueId>", so it neither loads nor cuts them), `
 ``DefaultMessageStore.start`` / ``doRecheckReputOffsetFromCq`` (a second reput after the recovery):
 :mod:`store_format.empty_topic_restart` and :mod:`store_format.empty_request_held` hold the rules;
 :mod:`store_format.topic_empty_mix` merges the two kinds of units where both reach queue 0 (``ConsumeQueue.
-putMessagePositionInfo``, ``findConsumeQueue("", 0)``).
+putMessagePositionInfo``, ``findConsumeQueue("", 0)``), at a 5.5.1 restart too, whose second reput
+(``doRecheckReputOffsetFromCq``) walks the concurrent reput over a damaged record the recovery did not read
+(tests/test_topic_empty_mix_restart_broker.py).
 """
 from __future__ import annotations
 
@@ -52,18 +54,26 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
     rows of the files written so follow (``Built.rows_from_bytes``).  Blanks' empty requests and a multi-dispatch
     request naming an empty queue that both put to queue 0: merged in reput order (``mix``'s units of that queue,
     :func:`store_format.topic_empty_mix.merged_queue_zero_files`) in place of the build's files there; with
-    ``as_restart`` refused in one line (not checked against a broker)."""
+    ``as_restart`` the same over the files the store holds in queue 0's folders, the other topic "" queues' as
+    :func:`topic_empty_over_held` says, where the 5.5.1 broker showed it (:func:`_mix_refusal`: else refused in one
+    line)."""
     blanks_inside = inside_blanks(recovery)
     requests = sum(s.empty_requests for s in stops if s.empty_request is not None) + blanks_inside
     topic_empty = [(r["queue_id"], r["file_start"]) for r in built.cq_files if r["topic"] == ""]
     if requests and any(qid == 0 for qid, _ in topic_empty):
-        if as_restart:
+        why = _mix_refusal(config, recovery, blanks_inside, mix) if as_restart else ""
+        if why:
             raise UnsupportedConfigError(
-                f"{st.uri}: --as-restart: blanks' empty requests and a multi-dispatch request naming an empty queue "
-                "both put units into topic \"\" queue 0 (consumequeue/0/): a restart over them is not modelled; "
-                "rebuild without --as-restart")
-        assert mix is not None   # a plain rebuild's requests are its stops'
-        _write_mixed_queue_zero(config, staged, built, mix)
+                f"{st.uri}: --as-restart: {why} and a multi-dispatch request naming an empty queue both put units "
+                "into topic \"\" queue 0 (consumequeue/0/): a restart over them is not modelled there; rebuild "
+                "without --as-restart")
+        assert mix is not None   # the requests are the concurrent reput's stops' (no DLedger blanks: refused)
+        _write_mixed_queue_zero(config, staged, built, mix, st if as_restart else None)
+        if as_restart and not config.rocksdb_cq:   # the other topic "" queues: the store's files kept or written over
+            others = topic_empty_over_held(st, staged.staging_uri, [q for q in topic_empty if q[0] != 0],
+                                           staged.read_staged, config, recovery, True)
+            if others:
+                built.rows_from_bytes(staged, [("", qid, start) for qid, start in others], config)
         return
     # topic ""'s files the store holds (multi-dispatch requests naming an empty queue): kept, or written over
     queue_0 = [("", qid, start) for qid, start in topic_empty_over_held(
@@ -83,7 +93,7 @@ def write_topic_empty(st: StoreLocation, config: BrokerConfig, staged: StagedOut
 
 @dataclasses.dataclass
 class QueueZeroMix:
-    """A plain rebuild's blanks' empty requests (the concurrent reput's ``stops`` with one) beside topic "" queue 0's
+    """A rebuild's blanks' empty requests (the concurrent reput's ``stops`` with one) beside topic "" queue 0's
     empty-name units, computed once (:func:`queue_zero_mix`) for the build's seed (:func:`queue_zero_seeds`) and the
     merged files (:func:`write_topic_empty`): where the first request was dispatched (its blank's commitlog offset),
     how many there were, and the empty-name units the walk put to that queue (:attr:`light`, read from the work files
@@ -98,11 +108,11 @@ class QueueZeroMix:
         return _queue_units(self.walk, ("", 0))
 
 
-def queue_zero_mix(stops: list[ConcurrentStop], walk: ReputWalk, as_restart: bool) -> QueueZeroMix | None:
-    """The :class:`QueueZeroMix` of a plain rebuild whose concurrent reput met blanks' empty requests; None with
-    ``as_restart`` (the mix is refused there) or without such requests."""
+def queue_zero_mix(stops: list[ConcurrentStop], walk: ReputWalk) -> QueueZeroMix | None:
+    """The :class:`QueueZeroMix` of a rebuild (or a restart's reput, ``--as-restart``) whose concurrent reput met
+    blanks' empty requests; None without such requests."""
     with_empty = [s for s in stops if s.empty_request is not None]
-    if as_restart or not with_empty:
+    if not with_empty:
         return None
     return QueueZeroMix(walk, min(int(s.empty_request or 0) for s in with_empty),
                         sum(s.empty_requests for s in with_empty))
@@ -121,13 +131,30 @@ def queue_zero_seeds(config: BrokerConfig, mix: QueueZeroMix | None) -> dict[tup
     return None if state is None else {("", 0): [int(v) for v in state]}
 
 
-def _write_mixed_queue_zero(config: BrokerConfig, staged: StagedOutput, built: Built, mix: QueueZeroMix) -> None:
-    """A plain rebuild's topic "" queue 0 where the concurrent reput's blanks' empty requests and empty-name units
-    both reach it: the build's files of that queue (its empty-name units alone) deleted, the merged ones written
+def _mix_refusal(config: BrokerConfig, recovery: object, blanks_inside: int, mix: QueueZeroMix | None) -> str:
+    """Why ``--as-restart`` does not write topic "" queue 0 where blanks' empty requests and empty-name units both
+    reach it (empty: it does): a DLedger start (``recovery`` no :class:`pipelines.restart.Restart`), its reput set
+    inside an entry dispatching blanks or not (no broker case); a line other than 5.5.1 (5.3.3's recovery walks from
+    the first file there, so it cuts at the damaged record the concurrent reput would read: no broker case)."""
+    if blanks_inside or not isinstance(recovery, Restart):
+        return "blanks' empty requests at a DLedger start" + (
+            " (its reput set inside an entry dispatches some)" if blanks_inside else "")
+    assert mix is not None   # the other requests are the concurrent reput's stops'
+    if config.brokerVersion != "5.5":
+        return "blanks' empty requests of the concurrent reput, on a broker line other than 5.5.1,"
+    return ""
+
+
+def _write_mixed_queue_zero(config: BrokerConfig, staged: StagedOutput, built: Built, mix: QueueZeroMix,
+                            store: StoreLocation | None) -> None:
+    """Topic "" queue 0 where the concurrent reput's blanks' empty requests and empty-name units both reach it: the
+    build's files of that queue (its empty-name units alone) deleted, the merged ones written
     (:func:`store_format.topic_empty_mix.merged_queue_zero_files`, the units in the walk's dispatch order from its
-    work files) and their rows from the positions the merge put the units at (not re-read by the recover rule, which
-    stops at the empty request's unit (0, 0) at the start of a file)."""
-    files, figures = merged_queue_zero_files(config, mix.light, mix.first_empty_at, mix.requests)
+    work files; ``store``, ``--as-restart``: over the files it holds in that queue's folders, those not opened
+    copied) and their rows from the positions the merge put the units at (not re-read by the recover rule, which
+    stops at the empty request's unit (0, 0) at the start of a file); a held file not opened: its row from its
+    bytes."""
+    files, figures = merged_queue_zero_files(config, mix.light, mix.first_empty_at, mix.requests, store)
     folder = cq_queue_folder("", 0)
     for r in [r for r in built.cq_files if (r["topic"], r["queue_id"]) == ("", 0)]:
         staged.delete_staged(f"{folder}/{cq_file_name(r['file_start'])}")
@@ -135,6 +162,11 @@ def _write_mixed_queue_zero(config: BrokerConfig, staged: StagedOutput, built: B
     for rel, pieces in files:
         write_file(staged.staging_uri, rel, pieces)
     built.set_rows([("", 0, f.start, f.entries, f.begin_offset, f.end_offset) for f in figures], config)
+    merged = {f.start for f in figures}
+    kept = [("", 0, int(name)) for folder_of, name in (rel.rsplit("/", 1) for rel, _ in files)
+            if folder_of == folder and name.isdigit() and int(name) not in merged]
+    if kept:
+        built.rows_from_bytes(staged, kept, config)
 
 
 def _queue_units(walk: ReputWalk, queue: tuple[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

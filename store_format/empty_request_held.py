@@ -36,7 +36,7 @@ from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 
-__all__ = ["HELD_FOLDERS", "empty_request_queue_files", "empty_unit_tags_code"]
+__all__ = ["HELD_FOLDERS", "empty_request_queue_files", "empty_unit_tags_code", "over_held_files"]
 
 # topic "" queue 0's folders (consumequeue//0, consumequeue_ext//0), which the broker's start loads as topic "0"
 HELD_FOLDERS = ("consumequeue/0", "consumequeue_ext/0")
@@ -58,6 +58,20 @@ def empty_request_queue_files(config: BrokerConfig, count: int,
     written = _written(config, count)
     if store is None:
         return [(rel, [data, size - len(data)]) for rel, (data, size) in written.items()]
+    return over_held_files(store, written)
+
+
+def over_held_files(store: StoreLocation, written: dict[str, tuple[bytes, int]]) -> list[tuple[str, list]]:
+    """The files of topic "" queue 0's folders (:data:`HELD_FOLDERS`) a start over ``store`` leaves where its dispatch
+    writes ``written`` (relative path -> the bytes written from the file's start, and its mapped size): each file
+    of ``written`` the store holds with those bytes over it (zeros up to the size), every other file the store holds
+    there as it is, the rest of ``written`` from scratch; relative paths and pieces for
+    :func:`pipelines.build.write_file` (module docstring).
+
+    Raises:
+        UnsupportedConfigError: a file the dispatch opens is a folder in ``store`` (one line).
+    """
+    written = dict(written)
     out = []
     for rel, held in _held(store, set(written)):
         if rel in written:
@@ -110,6 +124,6 @@ def _held(store: StoreLocation, opened: set[str]) -> list[tuple[str, bytes]]:
                     out.append((f"{folder}/{info.base_name}", f.read()))
             elif f"{folder}/{info.base_name}" in opened:
                 raise UnsupportedConfigError(
-                    f"{store.uri}: --as-restart: {folder}/{info.base_name} is a folder, where a blank's empty request "
+                    f"{store.uri}: --as-restart: {folder}/{info.base_name} is a folder, where the start's dispatch "
                     "to topic \"\" queue 0 would open its file (not modelled); rebuild without --as-restart")
     return out

@@ -17,6 +17,14 @@ appended there, one naming less is skipped).  An empty-name unit ahead of every 
 (``enableConsumeQueueExt``) are each empty request's whether its unit is put or skipped
 (:func:`store_format.empty_request_held.empty_request_queue_files`).  Checked against the 5.5.1 and 5.3.3 brokers'
 concurrent reput: tests/test_topic_empty_mix_broker.py.
+
+At a restart (``--as-restart``) the same: the start loads ``consumequeue/0/`` as topic "0", so the reput that puts
+the mix opens topic "" queue 0 afresh (``DefaultMappedFile.init`` over the files the store holds there: each file it
+opens gets the bytes it writes over its start, every other file stays;
+:func:`store_format.empty_request_held.over_held_files`).  Checked against the 5.5.1 broker's restart whose second
+reput (``doRecheckReputOffsetFromCq`` from the commitlog's min offset, the recovery having queued nothing) reads the
+damaged record, clean and after a crash, queue folders deleted or a file planted in ``consumequeue/0/`` (and
+``consumequeue_ext/0/``): tests/test_topic_empty_mix_restart_broker.py.
 """
 from __future__ import annotations
 
@@ -35,7 +43,8 @@ from .consumequeue import (
     cq_queue_folder,
     new_states,
 )
-from .empty_request_held import empty_request_queue_files, empty_unit_tags_code
+from .empty_request_held import empty_request_queue_files, empty_unit_tags_code, over_held_files
+from .store import StoreLocation
 
 __all__ = ["MixedFile", "empty_first_state", "merged_queue_zero_files"]
 
@@ -65,14 +74,16 @@ def empty_first_state(config: BrokerConfig, light_offsets: np.ndarray, first_emp
 
 
 def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-                            first_empty_at: int, count: int) -> tuple[list[tuple[str, list]], list[MixedFile]]:
+                            first_empty_at: int, count: int,
+                            store: StoreLocation | None = None) -> tuple[list[tuple[str, list]], list[MixedFile]]:
     """The files of topic "" queue 0 (and its ext files) that ``count`` blanks' empty requests, the first dispatched
     at commitlog offset ``first_empty_at`` (its blank's), and the empty-name units ``light`` of that queue leave:
     relative paths and pieces for :func:`pipelines.build.write_file` (bytes, then an int for the zeros to the file
     size); and each queue file's figures from the positions the put rule gave (:class:`MixedFile`, as the build counts
     the units it puts, not re-read from the bytes: a file that starts with the empty request's unit (0, 0) holds the
     units after it all the same).  ``light``: (commitlog offset, size, tagsCode, the queue offset the request names),
-    in dispatch order."""
+    in dispatch order.  ``store`` (``--as-restart``: the store the start finds): the files it holds in those folders,
+    those the puts open with the written bytes over them, the others as they are (the module docstring)."""
     offset, size, tags, queue_offset = (np.asarray(a, dtype=np.int64) for a in light)
     file_size = config.cq_file_size
     state = empty_first_state(config, offset, first_empty_at, count)
@@ -98,4 +109,7 @@ def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.nd
         mine = offset[light_put & in_file]
         figures.append(MixedFile(start, len(mine), int(mine[0]) if len(mine) else None,
                                  int(mine[-1]) if len(mine) else None))
-    return out + [f for f in empty_request_queue_files(config, count) if not f[0].startswith(f"{folder}/")], figures
+    files = out + [f for f in empty_request_queue_files(config, count) if not f[0].startswith(f"{folder}/")]
+    if store is not None:   # each piece list: the bytes written from the file's start, then the zeros to its size
+        files = over_held_files(store, {rel: (bytes(p[0]), len(p[0]) + int(p[1])) for rel, p in files})
+    return files, figures

@@ -44,9 +44,10 @@ Restart knobs (``tests/broker/src/common/harness/Damage.java``; :func:`restart_v
 ``damageMessage`` (an index into the scenario's puts) flips a body byte of that put's record after the
 writes, ``abort`` leaves an ``abort`` file; with either, ``<dir>/before`` keeps the store as the restart
 found it (commitlog, checkpoint, abort, ``config/topics.json``) and the line adds ``damagedRecord`` (its
-commitlog offset) and ``damagedByte``; ``keepBefore`` keeps ``<dir>/before`` without either.  5.x stores written
-with ``enabledAppendPropCRC=true`` (:mod:`test_restart_propcrc_broker`): ``refreshPropCrc`` writes the damaged
-record's CRC32 property again over its damaged bytes (the broker's ``UtilAll.crc32`` and
+commitlog offset) and ``damagedByte``; ``keepBefore`` keeps ``<dir>/before`` without either; ``restartDamage``
+(as ``reputDamage`` below, written before the restart: :mod:`broker_topic_empty_mix_restart_scenarios`) too.
+5.x stores written with ``enabledAppendPropCRC=true`` (:mod:`test_restart_propcrc_broker`): ``refreshPropCrc``
+writes the damaged record's CRC32 property again over its damaged bytes (the broker's ``UtilAll.crc32`` and
 ``MessageDecoder.createCrc32``), ``damageHead`` (a put index, instead of ``damageMessage``) flips its
 bornTimestamp's lowest byte (outside the body: only the property covers it).
 ``keepQueues`` (:mod:`test_restart_prediction_broker`): the restart

@@ -1,7 +1,8 @@
 """Topic "" queue 0 reached by both blanks' empty requests and multi-dispatch requests naming an empty queue
 (:func:`store_format.topic_empty_mix.merged_queue_zero_files`): the units each put lands, worked out by hand from
-``ConsumeQueue.putMessagePositionInfo`` (5.5.1, 5.3.3), and the ``--as-restart`` refusal
-(:func:`pipelines.restart_topic_empty.write_topic_empty`).  The broker cases: tests/test_topic_empty_mix_broker.py."""
+``ConsumeQueue.putMessagePositionInfo`` (5.5.1, 5.3.3), over the files a store holds there (``--as-restart``), and
+the ``--as-restart`` refusals (:func:`pipelines.restart_topic_empty.write_topic_empty`).  The broker cases:
+tests/test_topic_empty_mix_broker.py, tests/test_topic_empty_mix_restart_broker.py."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -89,19 +90,59 @@ def test_each_file_s_figures_are_the_empty_name_units_put_there() -> None:
     assert before == [(0, 2, 100, 200)]
 
 
-def test_as_restart_over_the_mix_is_refused_in_one_line(tmp_path: Path) -> None:
-    """``--as-restart`` where both reach topic "" queue 0: not checked against a broker, refused in one line."""
+def test_as_restart_over_the_mix_is_refused_in_one_line_where_no_broker_showed_it(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    """``--as-restart`` where both reach topic "" queue 0, refused in one line where not checked against a broker:
+    on 5.3.3 (the 5.5.1 broker's restart is checked: tests/test_topic_empty_mix_restart_broker.py), and at a DLedger
+    start, its reput set inside an entry dispatching blanks or not (on 5.5.1 too)."""
+    import pipelines.restart_topic_empty as rte
     from pipelines.build_stage import Built
-    from pipelines.restart_topic_empty import write_topic_empty
     from store_format.concurrent_reput import ConcurrentStop
     from store_format.store import StoreLocation
 
     st = StoreLocation(str(tmp_path), pafs.LocalFileSystem(), str(tmp_path), [])
-    built = Built([{"topic": "", "queue_id": 0, "file_start": 0}], [], 1, 1, [])
     stop = ConcurrentStop(offset=300, why="", finding={}, empty_request=150, empty_requests=1)
-    with pytest.raises(UnsupportedConfigError) as e:
-        write_topic_empty(st, _config(), None, built, None, [stop], None, as_restart=True)  # type: ignore[arg-type]
-    assert "\n" not in str(e.value) and "--as-restart" in str(e.value) and "consumequeue/0/" in str(e.value)
+    mix = rte.QueueZeroMix(None, 150, 1)  # type: ignore[arg-type]
+    v55 = BrokerConfig.from_properties({"brokerVersion": "5.5", "mappedFileSizeConsumeQueue": str(CQ_SIZE)})
+    restart = rte.Restart(None)  # type: ignore[arg-type]
+    for config, stops, inside, recovery, what in ((_config(), [stop], 0, restart, "other than 5.5.1"),
+                                                  (v55, [], 1, None, "inside an entry"),
+                                                  (v55, [stop], 0, None, "DLedger start")):
+        monkeypatch.setattr(rte, "inside_blanks", lambda recovery, n=inside: n)
+        built = Built([{"topic": "", "queue_id": 0, "file_start": 0}], [], 1, 1, [])
+        with pytest.raises(UnsupportedConfigError) as e:
+            rte.write_topic_empty(st, config, None, built, recovery, stops, mix if stops else None,  # type: ignore
+                                  as_restart=True)
+        assert "\n" not in str(e.value) and "--as-restart" in str(e.value) and "consumequeue/0/" in str(e.value)
+        assert what in str(e.value), str(e.value)
+
+
+def test_over_the_files_the_store_holds(tmp_path: Path) -> None:
+    """``store`` (``--as-restart``): each file the puts open gets the bytes they write (through their last unit, the
+    empty request's unit of zeros too) over the store's, a shorter one grown with zeros to the file size; a file
+    they do not open is kept as it is; with ext files the first ext file too (its first unit, the request's ext unit,
+    written over it), the next kept."""
+    from store_format.store import StoreLocation
+
+    store = tmp_path / "store"
+    held = {f"consumequeue/0/{0:020d}": bytes(range(1, 81)), f"consumequeue/0/{CQ_SIZE:020d}": b"\x07" * 30,
+            f"consumequeue_ext/0/{0:020d}": b"\x05" * 192, f"consumequeue_ext/0/{192:020d}": b"\x06" * 8}
+    for rel, data in held.items():
+        (store / rel).parent.mkdir(parents=True, exist_ok=True)
+        (store / rel).write_bytes(data)
+    st = StoreLocation(str(store), pafs.LocalFileSystem(), str(store), [])
+    light = _light([100, 200], [0, 4])
+    got = _files(tmp_path / "a", merged_queue_zero_files(_config(True), light, 50, 1, st))
+    fresh = _files(tmp_path / "b", merged_queue_zero_files(_config(True), light, 50, 1))
+    first = f"consumequeue/0/{0:020d}"
+    assert fresh[first][:3] == [(0, 0, -(1 << 63)), (100, 10, 1), (200, 10, 2)] and not any(map(any, fresh[first][3:]))
+    raw = (tmp_path / "a" / first).read_bytes()   # three units written: 60 bytes, then the held ones, then zeros
+    assert raw == (tmp_path / "b" / first).read_bytes()[:60] + held[first][60:] + bytes(CQ_SIZE - 80)
+    second = f"consumequeue/0/{CQ_SIZE:020d}"
+    assert (tmp_path / "a" / second).read_bytes() == held[second]
+    ext = f"consumequeue_ext/0/{0:020d}"
+    assert got[ext] == fresh[ext][:20] + held[ext][20:] and got[f"consumequeue_ext/0/{192:020d}"] == b"\x06" * 8
+    assert sorted(got) == sorted(held)
 
 
 
@@ -119,7 +160,7 @@ def test_the_build_starts_queue_zero_after_the_empty_request_only_where_it_comes
 
 
 def test_the_mix_reads_queue_zero_s_units_once_and_only_when_asked(monkeypatch) -> None:
-    """:class:`pipelines.restart_topic_empty.QueueZeroMix`: none with ``--as-restart`` or without an empty request;
+    """:class:`pipelines.restart_topic_empty.QueueZeroMix`: none without an empty request (``--as-restart`` too);
     its empty-name units read from the work files the first time the seed or the merge asks, not again."""
     import pipelines.restart_topic_empty as rte
     from store_format.concurrent_reput import ConcurrentStop
@@ -128,9 +169,8 @@ def test_the_mix_reads_queue_zero_s_units_once_and_only_when_asked(monkeypatch) 
     monkeypatch.setattr(rte, "_queue_units", lambda walk, queue: reads.append(queue) or _light([100, 200], [0, 1]))
     stops = [ConcurrentStop(offset=300, why="", finding={}, empty_request=150, empty_requests=2),
              ConcurrentStop(offset=900, why="", finding={}, empty_request=50, empty_requests=1)]
-    assert rte.queue_zero_mix(stops, None, True) is None   # type: ignore[arg-type]
-    assert rte.queue_zero_mix(stops[:0], None, False) is None   # type: ignore[arg-type]
-    mix = rte.queue_zero_mix(stops, None, False)   # type: ignore[arg-type]
+    assert rte.queue_zero_mix(stops[:0], None) is None   # type: ignore[arg-type]
+    mix = rte.queue_zero_mix(stops, None)   # type: ignore[arg-type]
     assert mix is not None and (mix.first_empty_at, mix.requests) == (50, 3) and reads == []
     seed = rte.queue_zero_seeds(_config(), mix)
     assert seed is not None and list(seed) == [("", 0)]

@@ -121,6 +121,9 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * (an int) runs that restart again on as many fresh copies of {@code before/} ({@link #restartCopies}).
  * {@code plantFiles} ({@code {relative path: base64 bytes}}) writes those files into {@code store/} and
  * {@code before/} after the queue folders are deleted, before the restart opens the store ({@link #plantFiles}).
+ * {@code restartDamage} (as {@code reputDamage}'s damage: {@code segmentLast}, {@code offset} or {@code message},
+ * {@code field}, {@code value}, {@code plus}) damages that record before the restart instead (the restart's recovery
+ * and reput both find it; {@code before/} holds it); the line adds {@code damagedRecord} and {@code damagedSize}.
  * {@code plantUnits} plants consume queue files of units that may name the records of given puts
  * ({@link #plantUnits}).
  * {@code reputDamage} ({@link ReputOnly}; its {@code also}, a list of more damages applied after it, at their
@@ -278,6 +281,17 @@ public final class Writer {
                 Damage.refreshPropCrc(root, segmentSize, at);
             }
         }
+        if (sc.has("restartDamage")) {  // a reputDamage-like damage the restart finds (before/ holds it)
+            JsonObject d = sc.getAsJsonObject("restartDamage");
+            long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
+            long at = d.has("offset") ? d.get("offset").getAsLong() : d.has("segmentLast")
+                ? ReputOnly.lastRecord(root, segmentSize, d.get("segmentLast").getAsInt())
+                : wrote.get(d.get("message").getAsInt());
+            out.addProperty("damagedSize", ReputOnly.damage(root, segmentSize, at, d.get("field").getAsString(),
+                d.get("value").getAsInt(), d.has("plus") ? d.get("plus").getAsInt() : 0));
+            out.addProperty("damagedRecord", at);
+            damagedAt = at;
+        }
         if (sc.has("damageHead")) {  // a byte outside the body: the bornTimestamp's lowest
             long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
             long at = wrote.get(sc.get("damageHead").getAsInt());
@@ -354,7 +368,8 @@ public final class Writer {
             Stores.deleteTree(new File(root, "rocksdbstore"));
         }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
-        if (sc.has("damageMessage") || sc.has("damageHead") || sc.has("abort") || sc.has("keepBefore")) {
+        if (sc.has("damageMessage") || sc.has("damageHead") || sc.has("restartDamage") || sc.has("abort")
+            || sc.has("keepBefore")) {
             Damage.keepBefore(root, new File(dir, "before"), keepQueues,
                 Boolean.parseBoolean(props.getProperty("indexRocksDBEnable", "false").trim())
                 || Boolean.parseBoolean(props.getProperty("transRocksDBEnable", "false").trim()));

@@ -1,0 +1,102 @@
+"""``rebuild --as-restart`` where the restart's own reput puts blanks' empty requests (5.x
+``enableBuildConsumeQueueConcurrently=true``) and multi-dispatch requests naming an empty queue (``",%LMQ%a"``) into
+topic "" queue 0 (``consumequeue/0/``), checked against the broker's restart (stores:
+:mod:`broker_topic_empty_mix_restart_scenarios`: the recovery walks the last two files alone and queues nothing, the
+second reput, ``doRecheckReputOffsetFromCq``, walks the store again from its min offset and reads the blank inside
+the damaged record).  What the 5.5.1 broker wrote first: the mix of :mod:`test_topic_empty_mix_broker`'s layouts in
+``consumequeue/0/`` (``-after``: the empty request's unit at 0, the empty-name units from 20 on; ``-before``: two
+``fillPreBlank`` units, then those units), clean and after a crash, over the planted files' bytes where the store
+held some (each file the puts open: the bytes written over its start, a shorter one grown with zeros; the others as
+they were); then ours byte for byte (:func:`store_format.topic_empty_mix.merged_queue_zero_files` over
+:func:`store_format.empty_request_held.over_held_files`).  ``PIPELINES_FULL_SUITE=1`` adds the clean and crash
+variants without planted files, and 5.3.3, whose recovery walks from the first file, cuts at the damaged record and
+never forms the mix: ours the same.
+"""
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_concurrent_runs import files_under, same_files
+from broker_topic_empty_mix_restart_scenarios import CQ, EXT_FIRST, EXT_NEXT, SCENARIOS
+from test_topic_empty_mix_broker import BLANK, LAYOUT, LONG_MIN, _units
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS["5.5.1"]]
+LINE_533 = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS.get("5.3.3", [])]
+_RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "restart store(s) whose reput puts topic \"\" queue 0's mix", threads=1)
+
+
+@pytest.fixture
+def written(request) -> dict:
+    """The scenario as the broker's restart left it, and our ``rebuild --as-restart`` of ``before/``."""
+    return bh.written_once(request, _RUNS, STORES, then=bh.restart_checked)
+
+
+def _planted(run: dict) -> dict[str, bytes]:
+    return {rel: base64.b64decode(b) for rel, b in run["scenario"].get("plantFiles", {}).items()}
+
+
+def _ours_the_broker_s(run: dict) -> None:
+    """Our ``rebuild --as-restart``: exit 0, the broker's ``consumequeue/``, ``consumequeue_ext/`` and ``index/``."""
+    d, r = Path(run["scenario"]["dir"]), run["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    same_files(d / "expected", d / "ours", run["written"]["indexNamesUnique"])
+    exp = d / "expected" / "consumequeue_ext"
+    assert files_under(d / "ours" / "consumequeue_ext") == files_under(exp)
+    for rel in files_under(exp):
+        bh.same_bytes((exp / rel).read_bytes(), (d / "ours" / "consumequeue_ext" / rel).read_bytes(), rel)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_broker_s_restart_puts_the_mix_then_ours_byte_for_byte(written, name):
+    """What the 5.5.1 broker's restart wrote first: the whole commitlog kept (the recovery, over the last two files,
+    never read the damaged record, which lies before them); ``consumequeue/0/`` one file whose units are
+    :data:`test_topic_empty_mix_broker.LAYOUT`'s (the empty-name requests' records read from the broker's ``%LMQ%a``
+    queue), the empty request's unit (tagsCode 0, or its ext unit's address) at 0 where it came first, then the
+    planted bytes where a file was planted (zeros past a shorter one), none else; ``consumequeue_ext/0/``: the empty
+    request's ext unit over the first planted ext file's start, the second planted one as it was.  Then ours."""
+    w, d = written["written"], Path(written["scenario"]["dir"])
+    kind = name.split("-restart-")[1].split("-")[0]
+    ext, plant = "-before" in name, _planted(written)
+    exp = d / "expected"
+    segment = int(written["scenario"]["config"]["mappedFileSizeCommitLog"])
+    assert (d / "before" / "abort").is_file() == name.endswith("-crash")
+    assert w["maxPhyOffset"] > w["damagedRecord"] + 2 * segment, w   # kept whole, the damage before the last 2 files
+    records = [u[:2] for u in _units(exp / "consumequeue" / "%LMQ%a" / "0" / f"{0:020d}") if u[1] > 0]
+    assert files_under(exp / "consumequeue" / "0") == [f"{0:020d}"]
+    data = (exp / CQ).read_bytes()
+    held = _units(exp / CQ)
+    want = [(0, 0) if s == "empty" else s if isinstance(s, tuple) else records[s] for s in LAYOUT[kind]]
+    assert [u[:2] for u in held[:len(want)]] == want, held
+    if kind == "after":
+        assert held[0][2] == (LONG_MIN if ext else 0), held[0]
+    rest = 20 * len(want)
+    before = plant.get(CQ, b"")
+    assert data[rest:] == (before + bytes(len(data) - len(before)))[rest:], data.hex()
+    assert records and (kind == "before") == (records[0][0] < w["damagedRecord"]), (records, w)
+    assert (exp / "consumequeue_ext" / "0" / f"{0:020d}").is_file() == ext
+    if EXT_FIRST in plant:
+        got = (exp / EXT_FIRST).read_bytes()   # size 20, tagsCode 0, store time 0, no bitmap
+        assert got == (20).to_bytes(2, "big") + bytes(18) + plant[EXT_FIRST][20:], got[:24].hex()
+        assert (exp / EXT_NEXT).read_bytes() == plant[EXT_NEXT]
+    _ours_the_broker_s(written)
+
+
+@pytest.mark.parametrize("name", bh.params_or_skip(LINE_533, "5.3.3 with PIPELINES_FULL_SUITE=1"))
+def test_533_cuts_at_the_damaged_record_and_never_forms_the_mix(written, name):
+    """5.3.3: the recovery walks from the first file and cuts the commitlog at the damaged record, so the reput never
+    reads the blank inside it: ``consumequeue/0/`` holds no empty request's unit, only the empty-name units before
+    the damaged record.  Ours the same, byte for byte."""
+    w, d = written["written"], Path(written["scenario"]["dir"])
+    assert w["maxPhyOffset"] == w["damagedRecord"], w
+    held = [u for u in _units(d / "expected" / CQ) if u[1] > 0] if (d / "expected" / CQ).is_file() else []
+    assert all(u[1] == BLANK[1] or 0 < u[0] < w["damagedRecord"] for u in held), held
+    assert bool(held) == ("-before" in name), held   # -before: its request before the damaged record
+    _ours_the_broker_s(written)
