@@ -12,6 +12,7 @@ import logging
 import os
 import time
 import uuid
+from typing import Any
 
 import pyarrow.fs as pafs
 
@@ -233,15 +234,80 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                     master: str | None, split_size: int | None, tables: str | None, with_body: bool, tz: str,
                     overwrite: bool, progress: Progress, engine: str, processes: int, log_level: str | None,
                     as_restart: bool, run_id: str, started: float, dledger_led: bool = False) -> RebuildSummary:
-    """:func:`run_rebuild` once its outputs are locked."""
+    """:func:`run_rebuild` once its outputs are locked: plan, scan and chain, build, commit, then the tables."""
     # options and settings are valid: the JVM starts (one core) while the store is planned (the other)
     session = spark if isinstance(spark, PendingSession) else None
     if engine == "spark" and spark is None:
         session = start_session(master, log_level, sql=tables is not None)
     progress.stage("plan", store)
+    st, config, recovery = _store_view(store, config, progress, as_restart=as_restart, dledger_led=dledger_led,
+                                       tables=tables)
+    index_rocksdb, rocksdb_warnings = rocksdbstore_plan(config, as_restart=as_restart)
+    if as_restart and index_rocksdb:
+        config = _restart_index_from(st, config, progress, recovery)
+    splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
+    staged = StagedOutput(out, run_id, overwrite=overwrite, optional=(ROCKSDB_DIR,) if index_rocksdb else ())
+    staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
+    preflight(st, config, out, tables, with_body)
+    if session is not None:
+        progress.stage("spark session", f"{_master_label(master)} (started before the plan)")
+        spark = session.context()   # the RDD jobs need no SQL session (see pipelines.session.Spark)
+    assert not isinstance(spark, PendingSession)
+    runner = TaskRunner(spark, processes, progress)
+    outcome = _TablesOutcome(tables, run_id, progress)
+    try:
+        staged.prepare()
+        walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner, restart=as_restart)
+        data_end = next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
+                         if a["kind"] == "end_of_data"), None)
+        walk, stops = _settled_walk(walk, config, data_end, staged, split_size, runner)
+        built = _build(st, config, walk, stops, staged, runner, recovery, tables=tables, tz=tz,
+                       as_restart=as_restart, index_rocksdb=index_rocksdb, rocksdb_warnings=rocksdb_warnings)
+        anomalies = _run_anomalies(walk, built, stops, recovery)
+        if tables is not None:
+            progress.stage("tables", tables)
+            try:
+                outcome.pending = _stage_tables(runner, config, tables, walk, built, run_id, started, with_body,
+                                                anomalies)
+            except Exception as err:  # reported in the summary; the rebuilt files are committed all the same
+                outcome.failed(err)
+        staged.drop_work()
+        progress.stage("commit", out)
+        staged.commit()
+        progress.done()
+    except BaseException as err:
+        if isinstance(err, KeyboardInterrupt) and spark is not None:
+            stop_jobs(spark)
+        staged.abort()
+        if tables is not None:
+            _discard_tables(tables, run_id, progress)
+        raise
+    outcome.finish()
+    return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
+                          splits=len(splits), records=walk.records,
+                          dispatched=walk.index_totals["dispatched"], consume_queue_units=built.units,
+                          queues=built.queues, consume_queue_files=built.cq_file_count,
+                          index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
+                          anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
+                          dledger=_dledger_figures(st, recovery),
+                          batch_queues=built.batch_figures(config), rocksdb_index_keys=built.rocksdb_index,
+                          seconds=round(progress.elapsed, 3),
+                          tables=tables if outcome.published else None,
+                          tables_error=outcome.error, tables_error_code=outcome.error_code,
+                          tables_recovered=outcome.recovered,
+                          data_end=data_end)
+
+
+def _store_view(store: str, config: BrokerConfig, progress: Progress, *, as_restart: bool, dledger_led: bool,
+                tables: str | None) -> tuple[StoreLocation, BrokerConfig, Restart | DLedgerRestart | None]:
+    """The store as the rebuild reads it, its settings with the broker line resolved, and with ``as_restart`` the
+    restart's recovery (:func:`pipelines.restart.as_restart`; None otherwise); ``dledger_led``: ``verify``'s
+    reference for a clean DLedger restart, the log read to its end (:func:`pipelines.restart.led_dledger_store`).
+    A DLedger crash restart whose reput dispatches records a second time is refused with tables (they would hold
+    those records twice)."""
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
-    recovery = None
+    recovery: Restart | DLedgerRestart | None = None
     led = led_dledger_store(st, config) if dledger_led and not as_restart else None
     if led is not None:   # verify's reference for a clean DLedger restart: the log's entries past the committed one
         progress.emit(f"[rebuild] DLedger: read to the log's end {led.dledger.committed_pos if led.dledger else -1} "
@@ -263,100 +329,87 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                 f"{store}: the restart's reput dispatches the records from {crash.reput_from} to {crash.walk_end} a "
                 "second time (DLedgerCommitLog.dledgerRecoverAbnormally's walk ended at a damaged message, the reput "
                 "starts before it), so the message tables would hold them twice; rebuild it with --no-tables")
-    index_rocksdb, rocksdb_warnings = rocksdbstore_plan(config, as_restart=as_restart)
-    if as_restart and index_rocksdb:
-        config = _restart_index_from(st, config, progress, recovery)
-    splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
-    staged = StagedOutput(out, run_id, overwrite=overwrite, optional=(ROCKSDB_DIR,) if index_rocksdb else ())
-    staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
-    preflight(st, config, out, tables, with_body)
-    if session is not None:
-        progress.stage("spark session", f"{_master_label(master)} (started before the plan)")
-        spark = session.context()   # the RDD jobs need no SQL session (see pipelines.session.Spark)
-    assert not isinstance(spark, PendingSession)
-    runner = TaskRunner(spark, processes, progress)
-    pending_tables = None
-    tables_published = False
-    tables_recovered: list[dict] = []
-    tables_error: str | None = None
-    tables_error_code = 1
-    try:
-        staged.prepare()
-        walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner, restart=as_restart)
-        data_end = next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
-                         if a["kind"] == "end_of_data"), None)
-        stops, rewalked = _concurrent_stops(walk, config, data_end, staged, split_size, runner)
-        if rewalked is not None:
-            walk = rewalked
-            totals = walk.index_totals
-            totals["dispatched_after_last_key"] = index_after_last_key(stops, totals["end_phy_offset"],
-                                                                       totals["dispatched_after_last_key"])
-            totals["empty_requests"] = sum(s.empty_requests for s in stops)
-        mix = queue_zero_mix(stops, walk)   # topic "" queue 0: blanks' empty requests beside LMQ units
-        built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
-                            extra_units=empty_request_units(config, stops),
-                            seeds=queue_zero_seeds(config, mix) if tables is not None else None)
-        # topic "" (blanks' empty requests; --as-restart: the files the store holds there)
-        write_topic_empty(st, config, staged, built, recovery, stops, mix, as_restart=as_restart)
-        for line in rocksdb_warnings:
-            log.warning("%s", line)
-        if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):
-            log.warning("warning: %s/%s/ is replaced at the commit: its timer and trans families (a live broker's "
-                        "timer and transaction state) are %s", staged.out_uri, ROCKSDB_DIR,
-                        "the store's" if as_restart else "not rebuilt")
-        if index_rocksdb:
-            built.rocksdb_index = _rocksdb_index(walk, staged, progress,
-                                                 base=f"{st.root}/{ROCKSDB_DIR}" if as_restart else None)
-        apply_cut(recovery, staged, built, config)
-        details = [stop_detail(s) for s in stops]
-        anomalies = walk.anomalies(built.anomalies + details, recovery)
-        if stops:
-            anomalies = [a for a in anomalies if any(a == d for d in details)
-                         or not any(past_the_stop(s, a, a.get("commitlog_offset")) for s in stops)]
-        if tables is not None:
-            progress.stage("tables", tables)
-            try:
-                pending_tables = _stage_tables(runner, config, tables, walk, built, run_id, started, with_body,
-                                               anomalies)
-            except Exception as err:  # reported in the summary; the rebuilt files are committed all the same
-                tables_error, tables_error_code = _failure_line(err)
-                progress.emit(f"[rebuild] tables not published: {tables_error}")
-                _discard_tables(tables, run_id, progress)
-        staged.drop_work()
-        progress.stage("commit", out)
-        staged.commit()
-        progress.done()
-    except BaseException as err:
-        if isinstance(err, KeyboardInterrupt) and spark is not None:
-            stop_jobs(spark)
-        staged.abort()
-        if tables is not None:
-            _discard_tables(tables, run_id, progress)
-        raise
-    if pending_tables is not None:
-        progress.stage("tables: commit", tables or "")
+    return st, config, recovery
+
+
+def _settled_walk(walk: ReputWalk, config: BrokerConfig, data_end: int | None, staged: StagedOutput,
+                  split_size: int | None, runner: TaskRunner) -> tuple[ReputWalk, list[ConcurrentStop]]:
+    """The walk as the reput reads the store (:func:`_concurrent_stops`: the 5.x concurrent reput's stops, the
+    walk again over the store cut there, its index figures after the stop) and those stops."""
+    stops, rewalked = _concurrent_stops(walk, config, data_end, staged, split_size, runner)
+    if rewalked is not None:
+        walk = rewalked
+        totals = walk.index_totals
+        totals["dispatched_after_last_key"] = index_after_last_key(stops, totals["end_phy_offset"],
+                                                                   totals["dispatched_after_last_key"])
+        totals["empty_requests"] = sum(s.empty_requests for s in stops)
+    return walk, stops
+
+
+def _build(st: StoreLocation, config: BrokerConfig, walk: ReputWalk, stops: list[ConcurrentStop],
+           staged: StagedOutput, runner: TaskRunner, recovery: object, *, tables: str | None, tz: str,
+           as_restart: bool, index_rocksdb: bool, rocksdb_warnings: list[str]) -> Built:
+    """The files into staging: consume queues and index files (:func:`pipelines.build_stage.build_files`), topic ""
+    (blanks' empty requests; with ``as_restart`` the files the store holds there), the RocksDB message index, and a
+    restart's cut (:func:`pipelines.restart_cut.apply_cut`)."""
+    mix = queue_zero_mix(stops, walk)   # topic "" queue 0: blanks' empty requests beside LMQ units
+    built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
+                        extra_units=empty_request_units(config, stops),
+                        seeds=queue_zero_seeds(config, mix) if tables is not None else None)
+    write_topic_empty(st, config, staged, built, recovery, stops, mix, as_restart=as_restart)
+    for line in rocksdb_warnings:
+        log.warning("%s", line)
+    if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):
+        log.warning("warning: %s/%s/ is replaced at the commit: its timer and trans families (a live broker's "
+                    "timer and transaction state) are %s", staged.out_uri, ROCKSDB_DIR,
+                    "the store's" if as_restart else "not rebuilt")
+    if index_rocksdb:
+        built.rocksdb_index = _rocksdb_index(walk, staged, runner.progress,
+                                             base=f"{st.root}/{ROCKSDB_DIR}" if as_restart else None)
+    apply_cut(recovery, staged, built, config)
+    return built
+
+
+def _run_anomalies(walk: ReputWalk, built: Built, stops: list[ConcurrentStop], recovery: object) -> list[dict]:
+    """The run's findings (:meth:`ReputWalk.anomalies`), the concurrent reput's stops among them and none of the
+    walk's past a stop."""
+    details = [stop_detail(s) for s in stops]
+    anomalies = walk.anomalies(built.anomalies + details, recovery)
+    if stops:
+        anomalies = [a for a in anomalies if any(a == d for d in details)
+                     or not any(past_the_stop(s, a, a.get("commitlog_offset")) for s in stops)]
+    return anomalies
+
+
+class _TablesOutcome:
+    """The tables of a rebuild with ``--tables``: staged with the files, committed after them (``finish``); a
+    failure is reported in the summary (``error``, its exit code), the rebuilt files committed all the same."""
+
+    def __init__(self, tables: str | None, run_id: str, progress: Progress) -> None:
+        self.tables, self.run_id, self.progress = tables, run_id, progress
+        self.pending: Any = None   # pipelines.tables.publish.PendingTables
+        self.published = False
+        self.recovered: list[dict] = []
+        self.error: str | None = None
+        self.error_code = 1
+
+    def failed(self, err: Exception) -> None:
+        self.error, self.error_code = _failure_line(err)
+        self.progress.emit(f"[rebuild] tables not published: {self.error}")
+        _discard_tables(self.tables or "", self.run_id, self.progress)
+
+    def finish(self) -> None:
+        """Commit the staged tables once the files are committed."""
+        if self.pending is None:
+            return
+        self.progress.stage("tables: commit", self.tables or "")
         try:
-            published = pending_tables.finish()
-            tables_recovered = published.get("recovered", [])
-            tables_published = True
-            progress.done()
+            published = self.pending.finish()
+            self.recovered = published.get("recovered", [])
+            self.published = True
+            self.progress.done()
         except Exception as err:
-            tables_error, tables_error_code = _failure_line(err)
-            progress.emit(f"[rebuild] tables not published: {tables_error}")
-            _discard_tables(tables or "", run_id, progress)
-    return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
-                          splits=len(splits), records=walk.records,
-                          dispatched=walk.index_totals["dispatched"], consume_queue_units=built.units,
-                          queues=built.queues, consume_queue_files=built.cq_file_count,
-                          index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
-                          anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
-                          dledger=_dledger_figures(st, recovery),
-                          batch_queues=built.batch_figures(config), rocksdb_index_keys=built.rocksdb_index,
-                          seconds=round(progress.elapsed, 3),
-                          tables=tables if tables_published else None,
-                          tables_error=tables_error, tables_error_code=tables_error_code,
-                          tables_recovered=tables_recovered,
-                          data_end=data_end)
+            self.failed(err)
 
 
 def _rocksdb_index(walk: ReputWalk, staged: StagedOutput, progress: Progress, base: str | None = None) -> int:
