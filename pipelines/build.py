@@ -221,6 +221,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     With ``enableConsumeQueueExt`` (and ``write_files``) each record's own unit also puts an ext unit
     (:class:`_ExtFiles`); the ext files' rows have kind ``cqext``.
     """
+    assert not write_files or staging_uri is not None
     files = _QueueFiles(config, bucket, staging_uri if write_files else None)
     # BatchCQ topics' queues (batchconsumequeue/): placed and written apart (pipelines.build_batch)
     batch = _batch_queues(config, bucket, staging_uri if write_files else None, seeds, record_states)

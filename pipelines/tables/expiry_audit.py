@@ -237,7 +237,7 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     if config.enableConsumeQueueExt and not config.rocksdb_cq:
         if ext_inventory is None:
             ext_inventory = ext_inventory_table(tables, config, messages_version)
-        ext_rows = [audit.row(**r, deleted_at=_dt_ms(t), at_next_cleanup=audit.in_next(t))
+        ext_rows = [audit.row(**{**r, "deleted_at": _dt_ms(t), "at_next_cleanup": audit.in_next(t)})
                     for r, t in _ext_file_rows(ext_inventory, config, [s["segment"] for s in segs], audit.bases, plan,
                                                as_of_ms)]
         summary["consume_queue_ext_files"] = audit.going(ext_rows)

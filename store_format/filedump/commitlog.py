@@ -261,9 +261,15 @@ class _SegmentDump:
         self.cut: int | None = None
         self.uncommitted = False
         self.not_read_after: int | None = None  # position of the unreadable record the reput stops at
+        if dledger is not None:
+            self.stats.update(not_committed=0, entries_bad=0)
+            if dledger.committed_pos is not None:
+                base = self.base
+                self.uncommitted = dledger.committed_pos <= base
+                self.cut = dledger.committed_pos - base if base < dledger.committed_pos < base + size else None
 
     def header(self) -> Item:
-        """The ``file`` item (and, on a DLedger data file, where its committed data ends)."""
+        """The ``file`` item (on a DLedger data file with its log's committed index and offset)."""
         base, size, dledger = self.base, self.size, self.dledger
         header: Item = {"type": "file", "kind": self.kind, "path": self.path or self.name, "name": self.name,
                         "base_offset": base, "file_size": size, "size_ok": size == self.config.mappedFileSizeCommitLog,
@@ -271,10 +277,6 @@ class _SegmentDump:
         if dledger is not None:
             header.update(log=dledger.log, committed_index=dledger.committed_index,
                           committed_offset=dledger.committed_pos, committed_note=dledger.note)
-            self.stats.update(not_committed=0, entries_bad=0)
-            if dledger.committed_pos is not None:
-                self.uncommitted = dledger.committed_pos <= base
-                self.cut = dledger.committed_pos - base if base < dledger.committed_pos < base + size else None
         return header
 
     def records(self, res: cl.WalkResult) -> Iterator[Item]:
