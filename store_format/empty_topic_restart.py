@@ -58,6 +58,13 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   ``--as-restart`` both, refused): every held file name past ``Integer.MAX_VALUE`` (queue offsets from 107374183
   on), no broker run reaches it.
 
+* Over a DLedger commitlog (``DLedgerCommitLog.recover``, ``multiDispatchLmqQueue`` the same): predicted only for
+  the clean 5.5.1 starts with ``recheckReputOffsetFromCq=true`` the broker checked (:func:`dledger_start_checked`):
+  ``--as-restart`` over no topic "" file (every record dispatched from the log's min offset into queues created
+  afresh, :func:`as_restart_over_dledger_checked`) and ``verify`` where the reput starts at the log's end (nothing
+  dispatched: the files stay); any other (a crash walk, held topic "" files under ``--as-restart``, a reput from
+  before the end, 5.3.3, 4.9.8) refused in one line (:func:`refusal_reason`).
+
 Checked against the 5.5.1, 5.3.3 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a
 cut, a crash walk that dispatches every such record again), tests/test_light_empty_reopen_broker.py (a start
 dispatching only the later ones: ``fillPreBlank`` over the earlier units; files planted before a start over deleted
@@ -73,7 +80,9 @@ the table's max, 5.5.1's file-name queues at -1, its clean start dispatching R a
 tests/test_light_empty_multi_dispatch_off_broker.py (those stores restarted with ``enableMultiDispatch=false``: the
 file-name queues set the start all the same); tests/test_light_empty_truncate_deletes_broker.py (a truncate
 deleting a reopened queue's last file: 5.5.1 with the second reput, without it and 5.3.3 with
-``PIPELINES_FULL_SUITE=1``: the queue's max, the second reput's start and topic ""'s files the broker's).
+``PIPELINES_FULL_SUITE=1``: the queue's max, the second reput's start and topic ""'s files the broker's);
+tests/test_light_empty_dledger_broker.py (5.5.1 over a DLedger commitlog, clean: queues deleted, ``--as-restart``
+byte for byte; queues kept, ``verify``: topic "" as held).
 """
 from __future__ import annotations
 
@@ -99,7 +108,7 @@ from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResu
 __all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files",
            "written_prefix", "over_held", "refusal_reason", "restart_refusal", "reput_again_queues",
            "reput_start_over_table", "opened_afresh", "start_fails", "empty_name_units", "reopened_files",
-           "table_max_beside_own", "truncate_reopened"]
+           "table_max_beside_own", "truncate_reopened", "dledger_start_checked", "as_restart_over_dledger_checked"]
 
 
 def is_topic_empty_file(rel: str) -> bool:
@@ -141,16 +150,18 @@ def over_held(held: bytes | None, written: bytes, size: int) -> bytes:
     return bytes(merged)
 
 
-def refusal_reason(config: BrokerConfig, again: int | None = None) -> str:
+def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_checked: bool = False) -> str:
     """Why a restart over empty-name records on file consume queues is not predicted, the reason alone (empty: it
     is): only file stores of a known broker line (the brokers checked: 5.5.1, 5.3.3 and 4.9.8) not over a DLedger
-    commitlog are; on 5.x with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record:
+    commitlog are, or over one the starts the broker checked (``dledger_checked``: :func:`dledger_start_checked`);
+    on 5.x with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record:
     ``again`` is how many units of empty-name records lie at or past where it starts (:func:`reput_start_over_table`),
     None when not known."""
     if config.brokerVersion not in ("5.5", "5", "4"):
         return "with the broker line not known (brokerVersion auto: give --broker-version)"
-    if config.enableDLegerCommitLog:
-        return "over a DLedger commitlog"
+    if config.enableDLegerCommitLog and not dledger_checked:
+        return ("over a DLedger commitlog (modelled: a clean 5.5.1 start with recheckReputOffsetFromCq=true over no "
+                "topic \"\" file, or one whose reput starts at the log's end)")
     if config.is_5x and config.recheckReputOffsetFromCq and again is None:
         return ("with recheckReputOffsetFromCq=true where the second reput may start before the recovery's first "
                 "record (the queues' max after the recovery not known here)")
@@ -158,6 +169,21 @@ def refusal_reason(config: BrokerConfig, again: int | None = None) -> str:
         return (f"with recheckReputOffsetFromCq=true whose second reput dispatches {again} such unit(s) again, "
                 "putting after what the recovery's truncateDirtyLogicFiles read past the written bytes")
     return ""
+
+
+def dledger_start_checked(config: BrokerConfig, *, clean: bool, topic_empty_held: bool,
+                          reput_from: int | None = None, end: int | None = None) -> bool:
+    """Whether a start over a DLedger commitlog (``DLedgerCommitLog.recover``, its reput) is one whose topic "" files
+    the 5.5.1 broker checked (tests/test_light_empty_dledger_broker.py): a clean start (``clean``: no ``abort``
+    file, so no crash walk) with ``recheckReputOffsetFromCq=true`` either with no queue file held and no topic ""
+    file (not ``topic_empty_held``; ``--as-restart`` predicts a start once ``consumequeue/`` is deleted: the queue
+    table starts empty, so the reput dispatches every record from the log's min offset, each empty-name record to a
+    topic "" queue ``findOrCreateConsumeQueue`` creates afresh, by a new queue's put rule: the plain rebuild's
+    files), or whose reputs start at the log's end (``reput_from`` at or past ``end``, the queues' max: nothing
+    dispatched, and topic "", not loaded, not cut, stays as held)."""
+    if not clean or config.brokerVersion != "5.5" or not config.recheckReputOffsetFromCq:
+        return False
+    return not topic_empty_held or reput_from is not None and end is not None and reput_from >= end
 
 
 def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:
@@ -307,8 +333,22 @@ def empty_light_names_on_restart(res: WalkResult, config: BrokerConfig) -> str:
     (``LMQ_EMPTY_NAME``) is not predicted (empty: it is, or there is none): :func:`restart_refusal`.  A 5.x second
     reput (``recheckReputOffsetFromCq``) is judged once its start is known, over the store's topic "" files
     (``pipelines.restart_topic_empty.topic_empty_over_held``: :func:`reput_again_queues` from
-    ``RecoveryPlan.restart_reput_from``), so not here."""
+    ``RecoveryPlan.restart_reput_from``), so not here; nor is a DLedger start the broker checked, which the driver
+    knows from the store (:func:`as_restart_over_dledger_checked`)."""
     return restart_refusal(config, again=0) if (res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME).any() else ""
+
+
+def as_restart_over_dledger_checked(store: StoreLocation, config: BrokerConfig) -> bool:
+    """Whether ``--as-restart`` over ``store``, a DLedger one (every segment a DLedger data file: no converted store),
+    is a start :func:`dledger_start_checked` accepts with nothing else refused (:func:`refusal_reason`), from its
+    ``abort`` file (none: clean) and the topic "" files it holds (:func:`held_topic_empty_files`); then the
+    empty-name records its walk finds (:func:`empty_light_names_on_restart`, which names the DLedger commitlog) are
+    predicted."""
+    if not config.enableDLegerCommitLog or store.dledger_pending or not all(s.dledger for s in store.segments) \
+            or refusal_reason(config, again=0, dledger_checked=True):
+        return False
+    return dledger_start_checked(config, clean=not store.broker_may_be_running(),
+                                 topic_empty_held=bool(held_topic_empty_files(store)))
 
 
 def empty_name_units(store: StoreLocation, config: BrokerConfig, start: int, end: int, above: int = -1

@@ -15,6 +15,7 @@ from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
 from store_format.consumequeue_recovery import CQ_RULES
 from store_format.empty_topic_restart import (
+    dledger_start_checked,
     empty_name_units,
     held_topic_empty_files,
     is_topic_empty_file,
@@ -61,8 +62,17 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
     the load, :func:`store_format.empty_topic_restart.truncate_reopened`) and a note line; where the start is not
     modelled (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
+    if recovery is None:   # a DLedger commitlog: predicted where its reputs dispatch nothing (files as held)
+        why = refusal_reason(config, again=0, dledger_checked=dledger_start_checked(
+            config, clean=p.clean_shutdown, topic_empty_held=True, reput_from=_dledger_reput_from(p),
+            end=p.commitlog_end))
+        if why or not files:
+            _not_predicted(p, files, why)
+        else:
+            p.notes.append(_held_note(files, [], 0))
+        return
     # a second reput (5.x, recheckReputOffsetFromCq) is decided once the recovery's units are known, below
-    why = refusal_reason(config, again=0) if recovery is not None else "over a DLedger commitlog"
+    why = refusal_reason(config, again=0)
     if why or not files and not rebuilt:
         _not_predicted(p, files, why)
         return
@@ -135,10 +145,23 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
         p.queues.append(q)
         p.units_dispatched_again += put
         p.units_lost += lost
-    queues = sorted(set(held) | set(written))
-    p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} file(s)): a '
-                   'start loads those folders as topics "<queueId>" (empty, nothing written), not as topic "", so no '
-                   "recovery cuts them (units past the commitlog's end stay); "
-                   + (f"the start's dispatch reopens queue(s) {', '.join(map(str, reopened))} over their files, "
-                      f"{changed} file(s) then differing from the store's" if reopened else
-                      "the recovery dispatches no such record: they stay byte for byte"))
+    p.notes.append(_held_note(files, reopened, changed, sorted(set(held) | set(written))))
+
+
+def _held_note(files: list[str], reopened: list[int], changed: int, queues: list[int] | None = None) -> str:
+    """The note line of a start whose topic "" files are predicted (``files``: the store's; ``reopened``: the queues
+    its dispatch reopens, ``changed`` files then differing; ``queues``: those named, else the files' folders)."""
+    queues = sorted({int(f.split("/", 1)[0]) for f in files}) if queues is None else queues
+    return (f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} file(s)): a '
+            'start loads those folders as topics "<queueId>" (empty, nothing written), not as topic "", so no '
+            "recovery cuts them (units past the commitlog's end stay); "
+            + (f"the start's dispatch reopens queue(s) {', '.join(map(str, reopened))} over their files, "
+               f"{changed} file(s) then differing from the store's" if reopened else
+               "the recovery dispatches no such record: they stay byte for byte"))
+
+
+def _dledger_reput_from(p: RestartPrediction) -> int:
+    """Where a DLedger start's first reput dispatches from (``p``'s, the record there included or not), the second
+    (``recheckReputOffsetFromCq``) where it starts earlier."""
+    first = p.reput_from if p.reput_from_inclusive else p.reput_from + 1
+    return first if p.second_reput_from is None else min(first, p.second_reput_from)
