@@ -59,11 +59,11 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   on), no broker run reaches it.
 
 * Over a DLedger commitlog (``DLedgerCommitLog.recover``, ``multiDispatchLmqQueue`` the same): predicted only for
-  the clean 5.5.1 starts with ``recheckReputOffsetFromCq=true`` the broker checked (:func:`dledger_start_checked`):
+  the clean 5.x starts with ``recheckReputOffsetFromCq=true`` the brokers checked (:func:`dledger_start_checked`):
   ``--as-restart`` over no topic "" file (every record dispatched from the log's min offset into queues created
   afresh, :func:`as_restart_over_dledger_checked`) and ``verify`` where the reput starts at the log's end (nothing
   dispatched: the files stay); any other (a crash walk, held topic "" files under ``--as-restart``, a reput from
-  before the end, 5.3.3, 4.9.8) refused in one line (:func:`refusal_reason`).
+  before the end, 5.x without the setting, 4.9.8) refused in one line (:func:`refusal_reason`).
 
 Checked against the 5.5.1, 5.3.3 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a
 cut, a crash walk that dispatches every such record again), tests/test_light_empty_reopen_broker.py (a start
@@ -81,7 +81,8 @@ tests/test_light_empty_multi_dispatch_off_broker.py (those stores restarted with
 file-name queues set the start all the same); tests/test_light_empty_truncate_deletes_broker.py (a truncate
 deleting a reopened queue's last file: 5.5.1 with the second reput, without it and 5.3.3 with
 ``PIPELINES_FULL_SUITE=1``: the queue's max, the second reput's start and topic ""'s files the broker's);
-tests/test_light_empty_dledger_broker.py (5.5.1 over a DLedger commitlog, clean: queues deleted, ``--as-restart``
+tests/test_light_empty_dledger_broker.py (5.5.1, 5.3.3 with ``PIPELINES_FULL_SUITE=1``, over a DLedger commitlog,
+clean: queues deleted, ``--as-restart``
 byte for byte; queues kept, ``verify``: topic "" as held).
 """
 from __future__ import annotations
@@ -160,7 +161,7 @@ def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_ch
     if config.brokerVersion not in ("5.5", "5", "4"):
         return "with the broker line not known (brokerVersion auto: give --broker-version)"
     if config.enableDLegerCommitLog and not dledger_checked:
-        return ("over a DLedger commitlog (modelled: a clean 5.5.1 start with recheckReputOffsetFromCq=true over no "
+        return ("over a DLedger commitlog (modelled: a clean 5.x start with recheckReputOffsetFromCq=true over no "
                 "topic \"\" file, or one whose reput starts at the log's end)")
     if config.is_5x and config.recheckReputOffsetFromCq and again is None:
         return ("with recheckReputOffsetFromCq=true where the second reput may start before the recovery's first "
@@ -174,14 +175,14 @@ def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_ch
 def dledger_start_checked(config: BrokerConfig, *, clean: bool, topic_empty_held: bool,
                           reput_from: int | None = None, end: int | None = None) -> bool:
     """Whether a start over a DLedger commitlog (``DLedgerCommitLog.recover``, its reput) is one whose topic "" files
-    the 5.5.1 broker checked (tests/test_light_empty_dledger_broker.py): a clean start (``clean``: no ``abort``
-    file, so no crash walk) with ``recheckReputOffsetFromCq=true`` either with no queue file held and no topic ""
-    file (not ``topic_empty_held``; ``--as-restart`` predicts a start once ``consumequeue/`` is deleted: the queue
+    the 5.5.1 and 5.3.3 brokers checked (tests/test_light_empty_dledger_broker.py): a clean start (``clean``: no
+    ``abort`` file, so no crash walk) with ``recheckReputOffsetFromCq=true`` either over no topic "" file (not
+    ``topic_empty_held``; ``--as-restart`` predicts a start once ``consumequeue/`` is deleted: the queue
     table starts empty, so the reput dispatches every record from the log's min offset, each empty-name record to a
     topic "" queue ``findOrCreateConsumeQueue`` creates afresh, by a new queue's put rule: the plain rebuild's
     files), or whose reputs start at the log's end (``reput_from`` at or past ``end``, the queues' max: nothing
     dispatched, and topic "", not loaded, not cut, stays as held)."""
-    if not clean or config.brokerVersion != "5.5" or not config.recheckReputOffsetFromCq:
+    if not clean or config.brokerVersion not in ("5.5", "5") or not config.recheckReputOffsetFromCq:
         return False
     return not topic_empty_held or reput_from is not None and end is not None and reput_from >= end
 

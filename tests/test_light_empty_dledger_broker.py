@@ -1,6 +1,7 @@
 """Multi-dispatch requests naming an empty queue (``INNER_MULTI_DISPATCH`` ``",%LMQ%a"``, file consume queues,
 ``enableMultiDispatch=true``) on a DLedger commitlog (``enableDLegerCommitLog=true``), across a clean 5.5.1 restart
-with ``recheckReputOffsetFromCq=true``, checked against the broker.
+with ``recheckReputOffsetFromCq=true`` (5.3.3's too with ``PIPELINES_FULL_SUITE=1``: the same files and figures),
+checked against the broker.
 
 The store: 30 plain messages, then tests/test_rocksdb_light_empty_broker.py's :data:`REQUESTS` (each after a plain
 one; the client's ``INNER_MULTI_QUEUE_OFFSET`` stands: ``DLedgerCommitLog`` assigns none), then 30 plain ones, over
@@ -54,12 +55,12 @@ def scenarios(line: str = LINE) -> list[dict]:
     return [{**base, "name": f"{name}-restart"}, {**base, "keepQueues": True, "name": f"{name}-restart-kept"}]
 
 
-SCENARIOS = {LINE: scenarios()}
-CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS[LINE]]
+SCENARIOS = {LINE: scenarios(), "5.3.3": bh.bounded(scenarios("5.3.3"), full_only=("-restart", "-restart-kept"))}
+CASES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
 DELETED = [c for c in CASES if not c.values[0].endswith("-kept")]
 KEPT = [c for c in CASES if c.values[0].endswith("-kept")]
 _RUNS: dict[str, dict] = {}
-STORES = bh.Stores(SCENARIOS, "5.5.1 DLedger store(s) with requests naming an empty queue", threads=1)
+STORES = bh.Stores(SCENARIOS, "5.x DLedger store(s) with requests naming an empty queue", threads=1)
 
 
 @pytest.fixture
@@ -142,9 +143,9 @@ def test_verify_predicts_topic_empty_as_held(written, name):
 def test_as_restart_over_held_topic_empty_files_is_refused(written, name, tmp_path):
     """``rebuild --as-restart`` of the kept store's ``before/`` (topic "" files held, which a start over deleted
     queues would put over: not a start the broker checked): exit 2, one line naming the DLedger commitlog."""
-    d = Path(written["scenario"]["dir"])
+    d, version = Path(written["scenario"]["dir"]), bh.BROKER_VERSION_ARG[written["line"]]
     code, _, err = bh.cli(["rebuild", "--store", str(d / "before"), "--out", str(tmp_path / "ours"), "--as-restart",
-                           "--config", str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                           "--config", str(d / "broker.conf"), "--broker-version", version,
                            "--split-size", "4k", "--no-tables"])
     lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
     assert code == 2 and len(lines) == 1 and "over a DLedger commitlog" in lines[0], err[-2000:]
