@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from store_format.config import BrokerConfig
+from store_format.empty_topic_restart import as_restart_over_dledger_checked
 from store_format.errors import UnsupportedConfigError
 from store_format.store import StoreLocation
 
@@ -140,14 +141,17 @@ class ReputWalk:
         return walk_anomalies(self.store, self.chain, extra, last_queue_offsets)
 
 
-def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain, restart: bool) -> None:
+def _refuse_unmodelled_light_units(st: StoreLocation, config: BrokerConfig, chain: Chain, restart: bool) -> None:
     """A light unit on the reput's path that is not rebuilt: on a RocksDB consume queue one whose fate
     ``RocksDBConsumeQueueStore.dispatchLMQ`` leaves to the broker's thread timing
     (:func:`store_format.rocksdb_cq.light_units_unmodelled`), on file queues, for a restart's walk (``restart``),
     one of an empty queue name where its restart is not modelled
-    (:func:`store_format.empty_topic_restart.empty_light_names_on_restart`): refused."""
+    (:func:`store_format.empty_topic_restart.empty_light_names_on_restart`; over a DLedger commitlog but for the
+    starts :func:`store_format.empty_topic_restart.as_restart_over_dledger_checked` accepts): refused."""
+    on_restart = restart and not as_restart_over_dledger_checked(st, config)
     for e in chain.entries:
-        why = e.summary.get("light_unmodelled") or (e.summary.get("light_unmodelled_on_restart") if restart else None)
+        why = e.summary.get("light_unmodelled") or (e.summary.get("light_unmodelled_on_restart") if on_restart
+                                                    else None)
         if why:
             seg = st.segments[e.split.segment]
             raise UnsupportedConfigError(
@@ -174,7 +178,7 @@ def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split],
     progress.stage("chain")
     rewalk = driver_rewalk(st, config, work_uri, buckets)
     chain = chain_splits(st, config, splits, summaries, rewalk)
-    _refuse_unmodelled_light_units(st, chain, restart)
+    _refuse_unmodelled_light_units(st, config, chain, restart)
     index_in, index_totals = carry_index_state(chain, config, rewalk, index_seed)
     progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the "
                   f"driver, {len(chain.dropped)} unreachable")

@@ -22,7 +22,10 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   opened stays as it was.  So topic ""'s files after the start are a fresh queue's writes of the records dispatched
   again (:func:`written_prefix` of the file such a queue builds) over the store's files (:func:`over_held`).
 * The recovery's ``truncateDirtyLogicFiles`` then walks the reopened queue's last file from its start: its first unit
-  is one the dispatch wrote (below the cut), so no file is deleted and no byte changes; on 5.x nothing is put to it
+  is one the dispatch wrote (below the cut), so no file is deleted and no byte changes, unless the dispatch opened
+  that file after a full one and put nothing there (a unit the queue offset check dropped) and the held unit at its
+  start lies at or past the cut: that file is deleted from disk and the max comes from the full file before it, the
+  dispatch's alone (:func:`truncate_reopened`; 5.3.3's start then does not fail); on 5.x nothing is put to it
   afterwards (the start's reput begins at the commitlog's end: ``CommitLog.getConfirmOffset``, its max offset).  A
   second reput (``recheckReputOffsetFromCq``, ``DefaultMessageStore.doRecheckReputOffsetFromCq``) starts at the
   queue table's largest max after the recovery (:func:`reput_start_over_table`): the own queues' (after the
@@ -40,7 +43,8 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   records past ``getMaxPhyOffsetInConsumeQueue``, ``recoverAbnormally``'s walk every record from its first data file;
   the same ``putMessagePositionInfo`` and ``truncateDirtyLogicFiles``).  Its ``correctMinOffset`` (5.5.1 guards it)
   reads before the start of a queue's last file when nothing was written there: a dispatch leaving a reopened queue
-  so fails the start (:func:`start_fails`).
+  so fails the start (:func:`start_fails`), unless the recovery's truncate runs (it keeps a first unit of the last
+  file it keeps, or deletes that file).
 * 4.9.8: ``recoverNormally`` dispatches nothing, the start's reput from the queues' max physical offset on (that
   record included) reopens the queue the same way; after ``recoverAbnormally``'s walk that reput dispatches again
   the records from the queues' max on.  That max is over the whole queue table (:func:`reput_start_over_table`,
@@ -53,6 +57,13 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   held, the queue's file is the walk's own.  What is left (:func:`reput_again_queues`, for ``verify`` and
   ``--as-restart`` both, refused): every held file name past ``Integer.MAX_VALUE`` (queue offsets from 107374183
   on), no broker run reaches it.
+
+* Over a DLedger commitlog (``DLedgerCommitLog.recover``, ``multiDispatchLmqQueue`` the same): predicted only for
+  the clean 5.x starts with ``recheckReputOffsetFromCq=true`` the brokers checked (:func:`dledger_start_checked`):
+  ``--as-restart`` over no topic "" file (every record dispatched from the log's min offset into queues created
+  afresh, :func:`as_restart_over_dledger_checked`) and ``verify`` where the reput starts at the log's end (nothing
+  dispatched: the files stay); any other (a crash walk, held topic "" files under ``--as-restart``, a reput from
+  before the end, 5.x without the setting, 4.9.8) refused in one line (:func:`refusal_reason`).
 
 Checked against the 5.5.1, 5.3.3 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a
 cut, a crash walk that dispatches every such record again), tests/test_light_empty_reopen_broker.py (a start
@@ -67,8 +78,12 @@ before a walked empty-name record, the table's past it, clean and after a crash)
 tests/test_light_empty_reput_again_5x_broker.py (the same stores on 5.5.1 and 5.3.3 with the second reput: its start
 the table's max, 5.5.1's file-name queues at -1, its clean start dispatching R again);
 tests/test_light_empty_multi_dispatch_off_broker.py (those stores restarted with ``enableMultiDispatch=false``: the
-file-name queues set the start all the same); tests/test_light_empty_truncate_deletes_broker.py (5.5.1: a truncate
-deleting a reopened queue's last file, :data:`TABLE_MAX_NOT_MODELLED`).
+file-name queues set the start all the same); tests/test_light_empty_truncate_deletes_broker.py (a truncate
+deleting a reopened queue's last file: 5.5.1 with the second reput, without it and 5.3.3 with
+``PIPELINES_FULL_SUITE=1``: the queue's max, the second reput's start and topic ""'s files the broker's);
+tests/test_light_empty_dledger_broker.py (5.5.1, 5.3.3 with ``PIPELINES_FULL_SUITE=1``, over a DLedger commitlog,
+clean: queues deleted, ``--as-restart``
+byte for byte; queues kept, ``verify``: topic "" as held).
 """
 from __future__ import annotations
 
@@ -78,15 +93,23 @@ import pyarrow.fs as pafs
 from . import commitlog as cl
 from .config import JAVA_INT_MAX, BrokerConfig
 from .consumequeue import Q_BLANK_UNTIL, Q_FIRST_FILE, Q_LAST_FILE, assign_positions, build_cq_file, new_states
-from .consumequeue_recovery import CORRECT_MIN_OFFSET_533, correct_min_offset_fails, no_file_max, no_file_resets_max
+from .consumequeue_recovery import (
+    CORRECT_MIN_OFFSET_533,
+    CQ_RULES,
+    Truncation,
+    correct_min_offset_fails,
+    no_file_max,
+    no_file_resets_max,
+    truncate_dirty_logic_files,
+)
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 from .walkresult import L_QID, L_QOFF, L_REC, L_STATUS, LMQ_EMPTY_NAME, WalkResult
 
-__all__ = ["TABLE_MAX_NOT_MODELLED", "empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files",
+__all__ = ["empty_light_names_on_restart", "is_topic_empty_file", "held_topic_empty_files",
            "written_prefix", "over_held", "refusal_reason", "restart_refusal", "reput_again_queues",
            "reput_start_over_table", "opened_afresh", "start_fails", "empty_name_units", "reopened_files",
-           "table_max_beside_own"]
+           "table_max_beside_own", "truncate_reopened", "dledger_start_checked", "as_restart_over_dledger_checked"]
 
 
 def is_topic_empty_file(rel: str) -> bool:
@@ -128,16 +151,18 @@ def over_held(held: bytes | None, written: bytes, size: int) -> bytes:
     return bytes(merged)
 
 
-def refusal_reason(config: BrokerConfig, again: int | None = None) -> str:
+def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_checked: bool = False) -> str:
     """Why a restart over empty-name records on file consume queues is not predicted, the reason alone (empty: it
     is): only file stores of a known broker line (the brokers checked: 5.5.1, 5.3.3 and 4.9.8) not over a DLedger
-    commitlog are; on 5.x with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record:
+    commitlog are, or over one the starts the broker checked (``dledger_checked``: :func:`dledger_start_checked`);
+    on 5.x with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record:
     ``again`` is how many units of empty-name records lie at or past where it starts (:func:`reput_start_over_table`),
     None when not known."""
     if config.brokerVersion not in ("5.5", "5", "4"):
         return "with the broker line not known (brokerVersion auto: give --broker-version)"
-    if config.enableDLegerCommitLog:
-        return "over a DLedger commitlog"
+    if config.enableDLegerCommitLog and not dledger_checked:
+        return ("over a DLedger commitlog (modelled: a clean 5.x start with recheckReputOffsetFromCq=true over no "
+                "topic \"\" file, or one whose reput starts at the log's end)")
     if config.is_5x and config.recheckReputOffsetFromCq and again is None:
         return ("with recheckReputOffsetFromCq=true where the second reput may start before the recovery's first "
                 "record (the queues' max after the recovery not known here)")
@@ -147,12 +172,19 @@ def refusal_reason(config: BrokerConfig, again: int | None = None) -> str:
     return ""
 
 
-# why verify predicts no restart where table_max_beside_own answers None
-TABLE_MAX_NOT_MODELLED = (
-    "the recovery's truncateDirtyLogicFiles deletes the last file of a topic \"\" queue its dispatch opened (a "
-    "multi-dispatch request names an empty queue: consumequeue/<queueId>/; that file's first unit, held on disk, at "
-    "or past the commitlog's end) and reads the file before it, so the queue table's max physical offset, where the "
-    "reput set from the whole table starts, is not modelled")
+def dledger_start_checked(config: BrokerConfig, *, clean: bool, topic_empty_held: bool,
+                          reput_from: int | None = None, end: int | None = None) -> bool:
+    """Whether a start over a DLedger commitlog (``DLedgerCommitLog.recover``, its reput) is one whose topic "" files
+    the 5.5.1 and 5.3.3 brokers checked (tests/test_light_empty_dledger_broker.py): a clean start (``clean``: no
+    ``abort`` file, so no crash walk) with ``recheckReputOffsetFromCq=true`` either over no topic "" file (not
+    ``topic_empty_held``; ``--as-restart`` predicts a start once ``consumequeue/`` is deleted: the queue
+    table starts empty, so the reput dispatches every record from the log's min offset, each empty-name record to a
+    topic "" queue ``findOrCreateConsumeQueue`` creates afresh, by a new queue's put rule: the plain rebuild's
+    files), or whose reputs start at the log's end (``reput_from`` at or past ``end``, the queues' max: nothing
+    dispatched, and topic "", not loaded, not cut, stays as held)."""
+    if not clean or config.brokerVersion not in ("5.5", "5") or not config.recheckReputOffsetFromCq:
+        return False
+    return not topic_empty_held or reput_from is not None and end is not None and reput_from >= end
 
 
 def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:
@@ -183,10 +215,10 @@ def reput_again_queues(store: StoreLocation, config: BrokerConfig, *, walk_from:
 
 
 def table_max_beside_own(store: StoreLocation, config: BrokerConfig, *, walk_from: int, end: int, truncated: bool,
-                         above: int = -1, held: dict[str, bytes] | None = None) -> int | None:
+                         above: int = -1, held: dict[str, bytes] | None = None) -> int:
     """The largest ``getMaxPhysicOffset`` over the queues a load and recovery add to the queue table beside the own
     ones, as the reput's start reads the table (:func:`reput_start_over_table`: 4.9.x ``DefaultMessageStore.start``,
-    5.x ``doRecheckReputOffsetFromCq``) (-1: none such; None: not modelled, :data:`TABLE_MAX_NOT_MODELLED`): the
+    5.x ``doRecheckReputOffsetFromCq``) (-1: none such): the
     recovery's dispatch from ``walk_from`` to ``end`` (``recoverAbnormally``'s walk; 5.x ``recoverNormally``'s, the
     records past ``above``, the loaded queues' max; ``walk_from`` = ``end``: none, 4.9.x ``recoverNormally``) and,
     where ``truncated`` (the loaded queues' max at or past ``end``), ``truncateDirtyLogicFiles(end)`` over every
@@ -204,8 +236,8 @@ def table_max_beside_own(store: StoreLocation, config: BrokerConfig, *, walk_fro
       the end of each unit it puts; truncated, ``truncateDirtyLogicFiles`` reads its last file from the start (the
       dispatch's bytes over the held ones, :func:`over_held`): the first unit whatever it holds, then on while a unit
       has offset >= 0, size > 0 and offset < ``end``, the max the end of the last one read (a blank:
-      ``Integer.MAX_VALUE``).  A first unit at or past ``end`` makes it delete that file (the dispatch left it no
-      unit of its own): None."""
+      ``Integer.MAX_VALUE``); a first unit at or past ``end`` (held: the dispatch put nothing there) deletes that
+      file and the max comes from the full file before it (:func:`truncate_reopened`)."""
     held = held_topic_empty_files(store) if held is None else held
     top = -1
     for rel in held:
@@ -224,16 +256,33 @@ def table_max_beside_own(store: StoreLocation, config: BrokerConfig, *, walk_fro
             mine = (qid_all == qid) & np.isin(at_all, _put_offsets(files))
             top = max(top, int(end_all[mine].max()))
             continue
-        last = max(files)
-        data = over_held(held.get(f"consumequeue/{qid}/{last:020d}"), files[last], config.cq_file_size)
-        u = np.frombuffer(data[:len(data) - len(data) % CQ_UNIT_SIZE], dtype=CQ_UNIT_DTYPE)
-        off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-        if not len(u) or off[0] >= end:
-            return None
-        bad = np.flatnonzero((off[1:] < 0) | (size[1:] <= 0) | (off[1:] >= end))
-        n = int(bad[0]) + 1 if len(bad) else len(u)
-        top = max(top, int(off[n - 1] + size[n - 1]))
+        top = max(top, truncate_reopened(qid, files, held, end, config).max_physic_offset)
     return top
+
+
+def truncate_reopened(qid: int, files: dict[int, bytes], held: dict[str, bytes], end: int,
+                      config: BrokerConfig) -> Truncation:
+    """The recovery's ``ConsumeQueue.truncateDirtyLogicFiles(end)`` (5.x through ``ConsumeQueueStore.truncateDirty``)
+    on topic "" queue ``qid`` as its dispatch reopened it: the queue's files are those the dispatch opened
+    (:func:`reopened_files`' ``files``), each the dispatch's bytes over the held ones (``held``,
+    :func:`held_topic_empty_files`; :func:`over_held`), and the walk is every queue's
+    (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`).  The last file's first unit is kept
+    whatever it holds, unless it lies at or past ``end``: the dispatch put nothing there (its units lie before
+    ``end``), so that unit is a held one, and ``MappedFileQueue.deleteLastMappedFile`` removes the file from the
+    queue and from disk; the walk goes on to the file before, which ``getLastMappedFile`` had found full (a fresh
+    queue opens a file after its first only past a full one, and its first put always puts): wholly the
+    dispatch's, its last unit gives the max.  A queue left with no file (not reached that way) keeps the max
+    :func:`store_format.consumequeue_recovery.no_file_max` gives."""
+    tail = []
+    for start in sorted(files):
+        data = over_held(held.get(f"consumequeue/{qid}/{start:020d}"), files[start], config.cq_file_size)
+        u = np.frombuffer(data[:len(data) - len(data) % CQ_UNIT_SIZE], dtype=CQ_UNIT_DTYPE)
+        tail.append((f"{start:020d}", u["commitlogOffset"].astype(np.int64), CQ_RULES.max_physic(u),
+                     CQ_RULES.accepted(u), u["tagsCode"].astype(np.int64)))
+    t = truncate_dirty_logic_files(tail, end)
+    if not tail:
+        t.max_physic_offset = no_file_max(end, resets=no_file_resets_max(config.brokerVersion))
+    return t
 
 
 def _put_offsets(files: dict[int, bytes]) -> np.ndarray:
@@ -243,13 +292,12 @@ def _put_offsets(files: dict[int, bytes]) -> np.ndarray:
     return u["commitlogOffset"][(u["size"] != 0) & (u["size"] != CQ_BLANK_SIZE)].astype(np.int64)
 
 
-def reput_start_over_table(own_max: int, beside_max: int | None, commitlog_min: int) -> int:
+def reput_start_over_table(own_max: int, beside_max: int, commitlog_min: int) -> int:
     """Where a reput set from the whole queue table starts (4.9.x ``DefaultMessageStore.start``; 5.3.3 and 5.5.1
     ``DefaultMessageStore.doRecheckReputOffsetFromCq``, with ``recheckReputOffsetFromCq=true``): the largest
     ``getMaxPhysicOffset`` over the table after the recovery, the own queues' (``own_max``) and the others'
-    (``beside_max``, :func:`table_max_beside_own`; None, not modelled, counts as none), at least the commitlog's min
-    offset and 0."""
-    return max(own_max, -1 if beside_max is None else beside_max, commitlog_min, 0)
+    (``beside_max``, :func:`table_max_beside_own`), at least the commitlog's min offset and 0."""
+    return max(own_max, beside_max, commitlog_min, 0)
 
 
 def opened_afresh(recovered: list[tuple[int, int, int]], again: list[tuple[int, int, int]]) -> bool:
@@ -267,7 +315,9 @@ def start_fails(written: dict[int, dict[int, bytes]], config: BrokerConfig) -> s
     the bytes its dispatch writes from the start of each file it opens (:func:`reopened_files`).  A queue whose last
     file got no unit (``getLastMappedFile`` created it after a full file for a unit the queue offset check then
     dropped) makes ``recoverTopicQueueTable``'s ``ConsumeQueue.correctMinOffset`` (5.3.3: no guard on the last
-    file's read position, which 5.5.1 added) select the 20 bytes before that file's start: the load fails."""
+    file's read position, which 5.5.1 added) select the 20 bytes before that file's start: the load fails.  Not where
+    the recovery's ``truncateDirtyLogicFiles`` runs before it (the caller's to say: the last file it keeps has a
+    first unit, :func:`truncate_reopened`)."""
     if config.brokerVersion != "5":
         return ""
     empty = sorted(q for q, files in written.items()
@@ -284,8 +334,22 @@ def empty_light_names_on_restart(res: WalkResult, config: BrokerConfig) -> str:
     (``LMQ_EMPTY_NAME``) is not predicted (empty: it is, or there is none): :func:`restart_refusal`.  A 5.x second
     reput (``recheckReputOffsetFromCq``) is judged once its start is known, over the store's topic "" files
     (``pipelines.restart_topic_empty.topic_empty_over_held``: :func:`reput_again_queues` from
-    ``RecoveryPlan.restart_reput_from``), so not here."""
+    ``RecoveryPlan.restart_reput_from``), so not here; nor is a DLedger start the broker checked, which the driver
+    knows from the store (:func:`as_restart_over_dledger_checked`)."""
     return restart_refusal(config, again=0) if (res.lmq[:, L_STATUS] == LMQ_EMPTY_NAME).any() else ""
+
+
+def as_restart_over_dledger_checked(store: StoreLocation, config: BrokerConfig) -> bool:
+    """Whether ``--as-restart`` over ``store``, a DLedger one (every segment a DLedger data file: no converted store),
+    is a start :func:`dledger_start_checked` accepts with nothing else refused (:func:`refusal_reason`), from its
+    ``abort`` file (none: clean) and the topic "" files it holds (:func:`held_topic_empty_files`); then the
+    empty-name records its walk finds (:func:`empty_light_names_on_restart`, which names the DLedger commitlog) are
+    predicted."""
+    if not config.enableDLegerCommitLog or store.dledger_pending or not all(s.dledger for s in store.segments) \
+            or refusal_reason(config, again=0, dledger_checked=True):
+        return False
+    return dledger_start_checked(config, clean=not store.broker_may_be_running(),
+                                 topic_empty_held=bool(held_topic_empty_files(store)))
 
 
 def empty_name_units(store: StoreLocation, config: BrokerConfig, start: int, end: int, above: int = -1

@@ -25,7 +25,6 @@ from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.dledger_recovery import recover_dledger
 from store_format.empty_topic_restart import (
-    TABLE_MAX_NOT_MODELLED,
     held_topic_empty_files,
     is_topic_empty_file,
     table_max_beside_own,
@@ -185,11 +184,13 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
     # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
     led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
+    # the recovery's truncateDirtyLogicFiles over every queue, topic "" ones its dispatch reopened too: the loaded
+    # queues' max at or past the commitlog's end
+    truncated = recovery is not None and max((s.restart.max_physic_offset for s in c.states),
+                                             default=-1) >= recovery.process_offset
     # topic ""'s files (consumequeue/<queueId>/<name>): read once, where the queue table's max needs them, for it and
     # their own prediction (which reads them itself otherwise, where it predicts)
-    table_max, held = _table_max_beside_own(st, config, c, recovery, abnormal)
-    if table_max is None:   # where the reput set from the whole queue table starts: not known
-        return c.report(st, config, ref_root, summary, None, no_prediction=f"not predicted: {TABLE_MAX_NOT_MODELLED}")
+    table_max, held = _table_max_beside_own(st, config, c, recovery, abnormal, truncated)
     restart = predict_files_restart(st, config, c, summary, clean=clean, dledger=dledger, crash=crash,
                                     recovery=recovery, abnormal=abnormal, led=led, store_index=store_index,
                                     table_max=table_max)
@@ -197,18 +198,19 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                      led=led)
     # what the start does with topic ""'s files, or that it is not predicted
     predict_topic_empty(st, config, c.store_cq, restart, recovery=recovery, abnormal=abnormal, held_files=held,
-                        rebuilt=any(len(r.path.split("/")) == 2 for r in c.cq_results))
+                        truncated=truncated, rebuilt=any(len(r.path.split("/")) == 2 for r in c.cq_results))
     return c.report(st, config, ref_root, summary, restart)
 
 
-def _table_max_beside_own(st: StoreLocation, config: BrokerConfig, c: _Compared, recovery: Any, abnormal: bool
-                          ) -> tuple[int | None, dict[str, bytes] | None]:
+def _table_max_beside_own(st: StoreLocation, config: BrokerConfig, c: _Compared, recovery: Any, abnormal: bool,
+                          truncated: bool) -> tuple[int, dict[str, bytes] | None]:
     """The queue table's max physical offset over its queues beside the own ones after the commitlog's recovery
     (:func:`store_format.empty_topic_restart.table_max_beside_own`: topic "" queues the recovery's dispatch opened,
     queues made of topic ""'s file names, whatever ``enableMultiDispatch``), which the reput set from the whole table
     takes too (4.9.x ``start``, 5.x ``doRecheckReputOffsetFromCq`` with ``recheckReputOffsetFromCq=true``); -1: none,
-    or no such reput after a commitlog recovery; None: not modelled (the restart not predicted).  With it topic ""'s
-    files the store holds (:func:`store_format.empty_topic_restart.held_topic_empty_files`), None where not read."""
+    or no such reput after a commitlog recovery (``truncated``: the recovery's ``truncateDirtyLogicFiles`` runs).
+    With it topic ""'s files the store holds (:func:`store_format.empty_topic_restart.held_topic_empty_files`), None
+    where not read."""
     if recovery is None or config.rocksdb_cq or config.is_5x and not config.recheckReputOffsetFromCq:
         return -1, None
     # no topic "" file on disk nor in the rebuild (which holds one wherever the commitlog has an empty-name record)
@@ -216,11 +218,10 @@ def _table_max_beside_own(st: StoreLocation, config: BrokerConfig, c: _Compared,
                                                                       for r in c.cq_results):
         return -1, None
     held = held_topic_empty_files(st) if any(map(is_topic_empty_file, c.store_cq)) else {}
-    loaded = max((s.restart.max_physic_offset for s in c.states), default=-1)
     # the recovery's dispatch: recoverAbnormally's walk; 5.x recoverNormally's past the loaded max; 4.9.x's none
     walk_from = recovery.dispatch_from if abnormal or config.is_5x else recovery.process_offset
     return table_max_beside_own(st, config, walk_from=walk_from, end=recovery.process_offset,
-                                truncated=loaded >= recovery.process_offset,
+                                truncated=truncated,
                                 above=recovery.dispatch_above if config.is_5x and not abnormal else -1,
                                 held=held), held
 

@@ -15,6 +15,7 @@ from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
 from store_format.consumequeue_recovery import CQ_RULES
 from store_format.empty_topic_restart import (
+    dledger_start_checked,
     empty_name_units,
     held_topic_empty_files,
     is_topic_empty_file,
@@ -24,6 +25,7 @@ from store_format.empty_topic_restart import (
     reopened_files,
     reput_again_queues,
     start_fails,
+    truncate_reopened,
 )
 from store_format.store import StoreLocation
 
@@ -50,16 +52,27 @@ def _not_predicted(p: RestartPrediction, files: list[str], why: str) -> None:
 
 def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[str, Any], p: RestartPrediction, *,
                         recovery: Any, abnormal: bool, rebuilt: bool = True,
-                        held_files: dict[str, bytes] | None = None) -> None:
+                        held_files: dict[str, bytes] | None = None, truncated: bool = False) -> None:
     """Topic ""'s queues at the start ``p`` predicts (the store's files ``store_cq``, relative to ``consumequeue/``;
     ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for;
-    ``held_files``: :func:`store_format.empty_topic_restart.held_topic_empty_files`, None: read here):
+    ``held_files``: :func:`store_format.empty_topic_restart.held_topic_empty_files`, None: read here; ``truncated``:
+    the recovery's ``truncateDirtyLogicFiles`` runs over the queue table):
     each queue the recovery's dispatch reopens (a :class:`QueueRestart` ``/<queueId>``: units put, units on disk
-    overwritten, in ``p``'s totals too) and a note line; where the start is not modelled
-    (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
+    overwritten or deleted, in ``p``'s totals too; truncated, the file it deletes, its max and write position after
+    the load, :func:`store_format.empty_topic_restart.truncate_reopened`) and a note line; where the start is not
+    modelled (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
+    if recovery is None:   # a DLedger commitlog: predicted where its reputs dispatch nothing (files as held)
+        why = refusal_reason(config, again=0, dledger_checked=dledger_start_checked(
+            config, clean=p.clean_shutdown, topic_empty_held=True, reput_from=_dledger_reput_from(p),
+            end=p.commitlog_end))
+        if why or not files:
+            _not_predicted(p, files, why)
+        else:
+            p.notes.append(_held_note(files, [], 0))
+        return
     # a second reput (5.x, recheckReputOffsetFromCq) is decided once the recovery's units are known, below
-    why = refusal_reason(config, again=0) if recovery is not None else "over a DLedger commitlog"
+    why = refusal_reason(config, again=0)
     if why or not files and not rebuilt:
         _not_predicted(p, files, why)
         return
@@ -89,12 +102,14 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
             _not_predicted(p, files, why)
             return
     written = reopened_files(units, sizes, config.cq_file_size)
-    why = start_fails({q: files for q, (files, _) in written.items()}, config)
+    # a truncate keeps the first unit of the last file it keeps (or no file): no reopened queue then ends empty
+    why = "" if truncated else start_fails({q: files for q, (files, _) in written.items()}, config)
     if why:
         p.notes.append(why)
         return
+    held_files = held_topic_empty_files(st) if held_files is None else held_files
     held: dict[int, dict[int, bytes]] = {}
-    for rel, data in (held_topic_empty_files(st) if held_files is None else held_files).items():
+    for rel, data in held_files.items():
         folder, name = rel.split("/")[1:]
         if name.isdigit():
             held.setdefault(int(folder), {})[int(name)] = data
@@ -109,24 +124,44 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
         after = dict(on_disk)
         for start, data in files_written.items():
             after[start] = over_held(on_disk.get(start), data, config.cq_file_size)
-        changed += sum(after[s] != on_disk.get(s) for s in files_written)
+        cut = truncate_reopened(qid, files_written, held_files, recovery.process_offset, config) if truncated else None
+        for name in cut.files_deleted if cut else ():   # deleteLastMappedFile: gone from disk
+            del after[int(name)]
+        changed += sum(after.get(s) != on_disk.get(s) for s in files_written)
         before_units = set().union(*map(_units, on_disk.values())) if on_disk else set()
         after_units = set().union(*map(_units, after.values()))
         lost = len(before_units - after_units)
         reopened.append(qid)
         names = ", ".join(cq_file_name(s) for s in files_written)
-        q = QueueRestart(f"/{qid}", units_dispatched_again=put, units_lost=lost,
+        gone = list(cut.files_deleted) if cut else []
+        deleted = f"; the recovery's truncate deletes {', '.join(gone)}" if gone else ""
+        q = QueueRestart(f"/{qid}", units_dispatched_again=put, units_lost=lost, files_deleted_by_truncate=gone,
+                         max_physic_offset=cut.max_physic_offset if cut else -1,
+                         write_position=cut.write_position if cut else -1,
                          note=f'topic "" (consumequeue/{qid}/, not loaded): the start\'s dispatch (the recovery\'s, or '
                               f"a second reput's) opens it afresh "
                               f"over {names} (write position 0, fillPreBlank before a first unit of queue offset > "
-                              f"0) and puts {put} unit(s); {lost} unit(s) on disk overwritten")
+                              f"0) and puts {put} unit(s); {lost} unit(s) on disk overwritten{deleted}")
         p.queues.append(q)
         p.units_dispatched_again += put
         p.units_lost += lost
-    queues = sorted(set(held) | set(written))
-    p.notes.append(f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} file(s)): a '
-                   'start loads those folders as topics "<queueId>" (empty, nothing written), not as topic "", so no '
-                   "recovery cuts them (units past the commitlog's end stay); "
-                   + (f"the start's dispatch reopens queue(s) {', '.join(map(str, reopened))} over their files, "
-                      f"{changed} file(s) then differing from the store's" if reopened else
-                      "the recovery dispatches no such record: they stay byte for byte"))
+    p.notes.append(_held_note(files, reopened, changed, sorted(set(held) | set(written))))
+
+
+def _held_note(files: list[str], reopened: list[int], changed: int, queues: list[int] | None = None) -> str:
+    """The note line of a start whose topic "" files are predicted (``files``: the store's; ``reopened``: the queues
+    its dispatch reopens, ``changed`` files then differing; ``queues``: those named, else the files' folders)."""
+    queues = sorted({int(f.split("/", 1)[0]) for f in files}) if queues is None else queues
+    return (f'topic "" queues {", ".join(map(str, queues))} (consumequeue/<queueId>/, {len(files)} file(s)): a '
+            'start loads those folders as topics "<queueId>" (empty, nothing written), not as topic "", so no '
+            "recovery cuts them (units past the commitlog's end stay); "
+            + (f"the start's dispatch reopens queue(s) {', '.join(map(str, reopened))} over their files, "
+               f"{changed} file(s) then differing from the store's" if reopened else
+               "the recovery dispatches no such record: they stay byte for byte"))
+
+
+def _dledger_reput_from(p: RestartPrediction) -> int:
+    """Where a DLedger start's first reput dispatches from (``p``'s, the record there included or not), the second
+    (``recheckReputOffsetFromCq``) where it starts earlier."""
+    first = p.reput_from if p.reput_from_inclusive else p.reput_from + 1
+    return first if p.second_reput_from is None else min(first, p.second_reput_from)
