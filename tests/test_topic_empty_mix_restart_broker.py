@@ -10,7 +10,9 @@ held some (each file the puts open: the bytes written over its start, a shorter 
 they were); then ours byte for byte (:func:`store_format.topic_empty_mix.merged_queue_zero_files` over
 :func:`store_format.empty_request_held.over_held_files`).  ``PIPELINES_FULL_SUITE=1`` adds the clean and crash
 variants without planted files, and 5.3.3, whose recovery walks from the first file, cuts at the damaged record and
-never forms the mix: ours the same.
+never forms the mix: ours the same.  On the clean 5.5.1 stores ``verify`` of ``before/``: the recovery's dispatch
+from its walk's start (the file ``commitLogRecoverMaxNum`` files back), the second reput from the min offset, every
+own unit put by it and the broker's index keys (the topic "" files themselves: not predicted, the note says so).
 """
 from __future__ import annotations
 
@@ -23,11 +25,14 @@ from broker_concurrent_runs import files_under, same_files
 from broker_topic_empty_mix_restart_scenarios import CQ, EXT_FIRST, EXT_NEXT, SCENARIOS
 from test_topic_empty_mix_broker import BLANK, LAYOUT, LONG_MIN, _units
 
+from store_format.indexfile import read_header
+
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
 bh.skip_without_tools()
 
 CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS["5.5.1"]]
+CLEAN = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS["5.5.1"] if not sc.get("abort")]
 LINE_533 = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS.get("5.3.3", [])]
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "restart store(s) whose reput puts topic \"\" queue 0's mix", threads=1)
@@ -100,3 +105,45 @@ def test_533_cuts_at_the_damaged_record_and_never_forms_the_mix(written, name):
     assert all(u[1] == BLANK[1] or 0 < u[0] < w["damagedRecord"] for u in held), held
     assert bool(held) == ("-before" in name), held   # -before: its request before the damaged record
     _ours_the_broker_s(written)
+
+
+def _own_units(exp: Path) -> list[int]:
+    """The commitlog offsets of the units in the broker's own queues (``consumequeue/<topic>/<queueId>/``)."""
+    return [u[0] for f in sorted(exp.glob("consumequeue/*/*/*")) for u in _units(f) if u[1] > 0]
+
+
+def _index_keys(exp: Path, slots: int) -> tuple[int, list[int]]:
+    """The broker's one index file (``slots``: maxHashSlotNum): its beginPhyOffset and each key's commitlog offset."""
+    (f,) = sorted((exp / "index").iterdir())
+    data, h = f.read_bytes(), read_header(f.read_bytes())
+    at = 40 + 4 * slots
+    return h.begin_phy_offset, [int.from_bytes(data[at + 20 * i + 4:at + 20 * i + 12], "big")
+                                for i in range(1, h.index_count)]
+
+
+@pytest.mark.parametrize("name", CLEAN)
+def test_verify_predicts_the_reput_from_the_min_offset(written, name):
+    """What the broker's clean restart did first: its index begins at the first record of the file
+    ``commitLogRecoverMaxNum`` (2) files back from the last, none of its keys below (the recovery's walk indexed
+    from there; the second reput's records below it got no key: ``buildIndex`` skips below ``endPhyOffset``), its
+    queues hold every unit below that walk's start (it queued nothing) and the unit of the commitlog's first record
+    (the second reput, ``doRecheckReputOffsetFromCq``, began at the min offset).  Then ``verify`` of ``before/``:
+    the recovery's dispatch from that walk's start, the second reput from the min offset, every own unit put, none
+    lost, and the broker's index keys."""
+    d = Path(written["scenario"]["dir"])
+    exp, config = d / "expected", written["scenario"]["config"]
+    last = max(int(f.name) for f in (d / "before" / "commitlog").iterdir())
+    walk = last - int(config["mappedFileSizeCommitLog"]) * (int(config["commitLogRecoverMaxNum"]) - 1)
+    begin, keys = _index_keys(exp, int(config["maxHashSlotNum"]))
+    units = _own_units(exp)
+    assert begin == walk == min(keys) and not (d / "before" / "index").exists(), (begin, walk, keys[:3])
+    assert units and min(units) == 0 and max(units) < walk, (min(units), max(units), walk)
+    if "verify" not in written:
+        written["verify"] = bh.verify_json(d / "before", d / "broker.conf", bh.BROKER_VERSION_ARG["5.5.1"])
+    v = written["verify"]
+    assert v["report"] is not None, v["stderr"]
+    p = v["report"]["restart"]
+    assert p is not None, v["report"].get("restart_note")
+    assert (p["reput_from"], p["reput_from_inclusive"], p["second_reput_from"]) == (walk, True, min(units)), p
+    assert (p["units_dispatched_again"], p["units_lost"]) == (len(units), 0), p
+    assert p["index_keys_put_again"] == len(keys), (p["index_keys_put_again"], len(keys))

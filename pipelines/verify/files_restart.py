@@ -58,6 +58,7 @@ def predict_files_restart(st: StoreLocation, config: BrokerConfig, c: _Compared,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
         abnormal_from=recovery.dispatch_from if recovery is not None and abnormal else None, table_max=table_max,
+        recovery_walk_from=recovery.dispatch_from if recovery is not None and not abnormal else -1,
         **_parsed_first(crash, walk_first), **crash_steps)
 
 

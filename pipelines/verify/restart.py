@@ -46,7 +46,7 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
                     cut_emptied: frozenset[str] | None = None,
                     ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
                     ext_not_predicted: dict[str, str] | None = None,
-                    reput_at: int | None = None,
+                    reput_at: int | None = None, recovery_walk_from: int = -1,
                     after_load: Mapping[str, tuple[int, int]] | None = None,
                     walked_units: Callable[[int, int, set[str]], dict[str, np.ndarray]] | None = None
                     ) -> RestartPrediction:
@@ -62,7 +62,8 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
     ``index/`` (:func:`~.restart_index.index_at_restart`) and the report's notes (:func:`_notes`).  Each step's
     docstring says what its parameters mean.  ``commitlog_end`` is where the commitlog ends after the broker's
     recovery (nothing at or after it is dispatched).  ``ext_not_predicted``: per queue, why its ext units orphaned are
-    not predicted (0, and a note).
+    not predicted (0, and a note).  ``recovery_walk_from``: where the 5.x ``CommitLog.recoverNormally``'s walk begins
+    (:attr:`store_format.recovery.RecoveryPlan.dispatch_from`; -1: unknown, as at the queues' max).
 
     ``after_load``: per queue, its max physical offset and write position once the store's load
     has run a 5.x DLedger crash restart's walk and cut (:attr:`store_format.dledger_crash_cut.QueueCut.loaded`), which
@@ -87,7 +88,7 @@ def predict_restart(states: list[QueueState], *, config: BrokerConfig, commitlog
     recovery_dispatches = config.is_5x and reput_from_queues is None and dispatch_from is None and not abnormal
     first = reput_start(p, states, config, commitlog_min, dispatch_from=dispatch_from, reput_at=reput_at,
                         reput_from_queues=reput_from_queues, recovery_dispatches=recovery_dispatches,
-                        abnormal=abnormal, table_max=table_max)
+                        abnormal=abnormal, table_max=table_max, walk_from=recovery_walk_from)
     r = Reput(first, commitlog_end, skip, cut_at, ext_again_from, again_to, second_reput)
     top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
     # the recovery's dispatch puts each unit by its queue offset: with multi-dispatch as the walk names it
@@ -171,6 +172,10 @@ def _notes(p: RestartPrediction, *, recovery_dispatches: bool, unclean: bool, re
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
                        "commitlog's end (getConfirmOffset), so a record starting exactly there is never dispatched "
                        "again: its units count as lost")
+        if p.reput_from_inclusive:   # restart_dispatch.reput_start: the walk begins past the queues' max
+            p.notes.append(f"5.x CommitLog.recoverNormally's walk begins at {p.reput_from}, past the queues' max "
+                           f"physical offset ({p.max_physic_offset_in_queues}; commitLogRecoverMaxNum files back): "
+                           "it dispatches none of the records below")
     if unclean:
         p.notes.append("abort file present: the broker runs its abnormal recovery, which re-dispatches from the "
                        "segment the checkpoint points at (not modelled here beyond the index files it deletes)")

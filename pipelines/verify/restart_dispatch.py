@@ -25,7 +25,7 @@ __all__ = ["Dispatched", "Reput", "dispatch_again", "parsed_only_queues", "put_e
 
 def reput_start(p: RestartPrediction, states: list[QueueState], config: BrokerConfig, commitlog_min: int, *,
                 dispatch_from: int | None, reput_at: int | None, reput_from_queues: bool | None,
-                recovery_dispatches: bool, abnormal: bool, table_max: int = -1) -> int:
+                recovery_dispatches: bool, abnormal: bool, table_max: int = -1, walk_from: int = -1) -> int:
     """Where the dispatch after the load starts (``p.reput_from``, the first offset it dispatches, returned, and
     the bytes from there, ``p.tail_bytes``):
 
@@ -35,9 +35,11 @@ def reput_start(p: RestartPrediction, states: list[QueueState], config: BrokerCo
       :func:`store_format.empty_topic_restart.table_max_beside_own`; the start:
       :func:`store_format.empty_topic_restart.reput_start_over_table`, as 5.x's second reput's);
     * 5.x ``CommitLog.recoverNormally`` dispatches, while it recovers, the records whose offset is
-      strictly greater than the queues' max physical offset (computed before the truncation); the
-      reput then starts at the commitlog's end (``recheckReputOffsetFromCq`` defaults to false).
-      A record starting exactly at that offset (the one after the last unit) is not dispatched;
+      strictly greater than the queues' max physical offset (computed before the truncation) from where its
+      walk begins (``walk_from``, :attr:`store_format.recovery.RecoveryPlan.dispatch_from`: 5.5.1 walks back at most
+      ``commitLogRecoverMaxNum`` files, so past that max where the count runs out first; the records between are
+      never the recovery's); the reput then starts at the commitlog's end (``recheckReputOffsetFromCq`` defaults to
+      false).  A record starting exactly at that offset (the one after the last unit) is not dispatched;
     * after ``CommitLog.recoverAbnormally``'s dispatch the 4.9.x reput starts at the queues' max physical offset and
       the 5.x one at the commitlog's end.
 
@@ -50,6 +52,8 @@ def reput_start(p: RestartPrediction, states: list[QueueState], config: BrokerCo
     message from there (inclusive)."""
     if dispatch_from is not None:
         p.reput_from, p.reput_from_inclusive = dispatch_from, True
+    elif recovery_dispatches and walk_from > p.max_physic_offset_in_queues + 1:   # the walk begins past the max
+        p.reput_from, p.reput_from_inclusive = walk_from, True
     elif recovery_dispatches:
         p.reput_from, p.reput_from_inclusive = p.max_physic_offset_in_queues, False
     elif reput_at is not None:   # 5.x DLedger: getConfirmOffset, the committed position before the node leads
