@@ -190,7 +190,8 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         at = None   # an ordinary consume queue's: where putMessagePositionInfo puts each unit (-1: dropped)
         if not batch and q not in walk.mixed and q not in walk.disk_mixed:
-            walk_pos, at = _reput_positions(run, cut, q, rows, own.get(q, rows[:, U_KEY]), again, key_before.get(q))
+            walk_pos, at = _reput_positions(run, cut, q, rows, own.get(q, rows[:, U_KEY]), again,
+                                            *key_before.get(q, (None, False)))
             again = at >= 0
         elif not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
@@ -269,21 +270,25 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
     return PutBack(dropped, batch_dropped, lost, moves, put_back, restored, placed)
 
 
-def _keys_before(track: QueueTrack, walk: WalkedPositions, process_offset: int) -> dict[int, int]:
+def _keys_before(track: QueueTrack, walk: WalkedPositions, process_offset: int) -> dict[int, tuple[int, bool]]:
     """Per queue, the queue offset of the walk's last unit below ``process_offset``: in its last data file, else in its
     earlier ones (``QueueTrack.last_before``, ``light_before``: the later of the two; the cut takes units of the last
-    file only, so every unit there lies below it)."""
-    out = {q: key for q, (key, _end) in sorted({**track.light_before, **track.last_before}.items())}
+    file only, so every unit there lies below it); with it, whether that one's queue offset is one past the walk's
+    unit before it in the last data file (or, the only one there, in the earlier ones)."""
+    out = {q: (key, False) for q, (key, _end) in sorted({**track.light_before, **track.last_before}.items())}
     for q in set(track.last_before) & set(track.light_before):
-        out[q] = max(track.last_before[q], track.light_before[q], key=lambda r: r[1])[0]
+        out[q] = (max(track.last_before[q], track.light_before[q], key=lambda r: r[1])[0], False)
     kept_units = walk.units[walk.units[:, U_OFFSET] < process_offset]
-    queues, last_at = np.unique(kept_units[::-1, U_QUEUE], return_index=True)
-    out.update(zip(queues.tolist(), kept_units[len(kept_units) - 1 - last_at, U_KEY].tolist()))
+    for q in np.unique(kept_units[:, U_QUEUE]).tolist():
+        keys = kept_units[kept_units[:, U_QUEUE] == q, U_KEY].tolist()
+        earlier = [out[q][0]] if q in out else []
+        keys = earlier + keys
+        out[q] = (keys[-1], len(keys) > 1 and keys[-1] == keys[-2] + 1)
     return out
 
 
 def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarray, queue_offsets: np.ndarray,
-                     dispatched: np.ndarray, key_before: int | None) -> tuple[np.ndarray, np.ndarray]:
+                     dispatched: np.ndarray, key_before: int | None, follows: bool) -> tuple[np.ndarray, np.ndarray]:
     """An ordinary cut queue's units (``rows``, commitlog order; ``queue_offsets``: each one's own queue offset): where
     the walk's ``ConsumeQueue.putMessagePositionInfo`` put them, and where the reput's puts those it dispatches
     (``dispatched``), -1 where it drops one or does not reach it.  Both :func:`store_format.consumequeue.
@@ -302,7 +307,15 @@ def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarr
     cut deleting the files or reading an older file of zeros moves elsewhere).
 
     The walk's position is -1 where it dropped one; the reput drops that one too unless its own write position lies
-    lower, then it puts it back (:func:`put_back_units` writes that unit from its record)."""
+    lower, then it puts it back (:func:`put_back_units` writes that unit from its record).
+
+    Raises:
+        UnsupportedConfigError: the first one's queue offset is not one past the walk's unit before it, and that one's
+            not one past the walk's unit before it (``follows``, :func:`_keys_before`: its own slot is not read)."""
+    if key_before is not None and key_before + 1 != int(queue_offsets[0]) and not follows:
+        raise cut_refusal(f"the queue {'/'.join(map(str, run.track.names[q]))} whose first cut unit's queue offset is "
+                          "not one past the walk's unit before it, that one's not one past the walk's unit before it "
+                          "either (where the walk put it is not read)")
     ends = rows[:, U_END] - rows[:, U_OFFSET]
     held = (run.on_disk or {}).get(run.track.names[q])
     # the walk's write position before its first cut unit: one past its unit before them

@@ -80,19 +80,31 @@ def test_a_cut_unit_the_walk_dropped_is_dropped_again_or_put_back_from_its_recor
 
 
 def test_a_first_cut_unit_not_right_after_the_walks_unit_before_goes_where_that_one_left_the_write_position() -> None:
-    # queue offsets 5, 9, 10, 11: the walk appended 9's at 120 (one past 5's, ahead), 10's and 11's after it; the cut
-    # leaves 120, the reput from 700 appends the last two there: 140 -> 120 (the broker's -partial-first-ahead)
-    (move,) = (c := _cut([5, 9, 10, 11], 700)).moves
+    # queue offsets 4, 5 (below processOffset), 9, 10, 11: the walk appended 9's at 120 (one past 5's, ahead), 10's and
+    # 11's after it; the cut leaves 120, the reput from 700 appends the last two there: 140 -> 120 (the broker's
+    # -partial-first-ahead)
+    offsets = (300, 400, 600, 700, 800)
+    (move,) = (c := _cut([4, 5, 9, 10, 11], 700, offsets)).moves
     assert (move.source, move.target, move.count, c.lost[("T0", 0)].tolist()) == (140, 120, 2, [600])
-    # queue offsets 5, 4, 6, 7: the walk dropped 4's (80 below 120) and put 6's at 120, 7's at 140; the reput from
-    # 700 appends them there again, from 600 it drops 4's again: 4's lost either way (-partial-first-behind)
+    # queue offsets 4, 5, 3, 6, 7: the walk dropped 3's (60 below 120) and put 6's at 120, 7's at 140; the reput from
+    # 700 appends them there again, from 600 it drops 3's again: 3's lost either way (-partial-first-behind)
     for reput in (700, 600):
-        (move,) = (c := _cut([5, 4, 6, 7], reput)).moves
+        (move,) = (c := _cut([4, 5, 3, 6, 7], reput, offsets)).moves
         assert (move.source, move.target, move.count, c.lost[("T0", 0)].tolist()) == (120, 120, 2, [600])
-    # the unit before in an earlier data file (queue offset 5; a light queue's too): the same from 120
-    for light in (False, True):
-        (move,) = _cut([9, 10, 11], 700, (600, 700, 800), before={0: (5, 450)}, light=light).moves
-        assert (move.source, move.target, move.count) == (140, 120, 2)
+    # the unit before one past its own unit before in an earlier data file (queue offset 4): the same
+    (move,) = _cut([5, 9, 10, 11], 700, (400, 600, 700, 800), before={0: (4, 350)}).moves
+    assert (move.source, move.target, move.count) == (140, 120, 2)
+    # the unit before not one past its own unit before (queue offsets 4, 30, 6, 7: 30's at slot 5, not 30) or alone
+    # (5 and 9, its unit before unknown; in an earlier data file, a light queue's too): where the walk put it is not
+    # read, refused in one line
+    for keys, offsets_, before, light in (([4, 30, 6, 7], (300, 400, 600, 700), None, False),
+                                          ([5, 9, 10, 11], (400, 600, 700, 800), None, False),
+                                          ([9, 10, 11], (600, 700, 800), {0: (5, 450)}, False),
+                                          ([9, 10, 11], (600, 700, 800), {0: (5, 450)}, True)):
+        with pytest.raises(UnsupportedConfigError) as e:
+            _cut(keys, 700, offsets_, before=before, light=light)
+        assert "\n" not in str(e.value) and "T0/0" in str(e.value) and "not one past" in str(e.value), keys
+    # right after it (6, 7, 8 after 5 in an earlier data file): from 120, the last two put back there
     (move,) = _cut([6, 7, 8], 700, (600, 700, 800), before={0: (5, 450)}).moves
     assert (move.source, move.target, move.count) == (140, 120, 2)
 
