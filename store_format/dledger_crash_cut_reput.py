@@ -236,8 +236,8 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         # a unit put back that the walk dropped: those put back written from their records, not read where the walk
         # had them (_written_units)
         written = _written_units(run, q, rows[len(rows) - n:]) if n and (pos[len(rows) - n:] < 0).any() else ()
-        if n == len(rows) and not written and (at is None or (to == pos).all()):   # each back where the walk had it
-            put_back[q] = (rows[:, U_OFFSET], pos)
+        if n == len(rows) and not written:   # each back where the walk had it
+            put_back[q] = (rows[:, U_OFFSET], to if at is not None else pos)
             continue
         name = track.names[q]
         if n < len(rows):
