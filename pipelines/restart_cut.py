@@ -186,7 +186,10 @@ def _cut_files(staged: StagedOutput, rows: list[dict], gone: tuple[tuple[str, in
 
 
 def _units_put_back(staged: StagedOutput, move: QueueMove, folder: str, size: int, unit: int) -> bytes:
-    """The ``move.count`` units at queue position ``move.source`` in the staged files (the recovery's queue)."""
+    """The ``move.count`` units at queue position ``move.source`` in the staged files (the recovery's queue), or
+    those written from their records (``move.units``: among them one the walk dropped)."""
+    if move.units:
+        return np.array([tuple(u) for u in move.units], dtype=CQ_UNIT_DTYPE).tobytes()
     folder = f"{folder}/{move.topic}/{move.queue_id}"
     end = move.source + move.count * unit
     found = bytearray()

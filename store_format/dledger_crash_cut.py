@@ -60,18 +60,20 @@ with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` ov
 the commitlog's min offset): ``doRecheckReputOffsetFromCq``.  The reput walks to the log's end (the group
 commits the rest).  ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size`` at or below
 its queue's max (or whose queue offset is not 0 and falls below the write position, "build consume queue
-repeatedly": no cut unit's does), and appends every other unit at the queue's write position (``getLastMappedFile``: the
+repeatedly"), and appends every other unit at the queue's write position (``getLastMappedFile``: the
 last file, or a new one after it when it is full), whatever queue offset the unit's message holds ("logic
 queue order maybe wrong" is only logged); only in a queue left with no file does the new file start where
 the unit's own offset falls, with ``fillPreBlank`` units before it.  A cut queue's units are consecutive (the walk
-appended them one after the other, a queue offset ahead of the write position too; one it dropped is refused), so
-the reput puts back a suffix of them (those at or past where it starts):
+appended them one after the other from one past its unit before them, a queue offset ahead of the write position too;
+one below it the walk dropped), so the reput puts back a suffix of them (those at or past where it starts):
 
 * all of them: each lands at its own position, the files stay as the recovery wrote them;
 * none: they stay only as bytes past the write position, or not at all in a deleted file;
 * some (:class:`QueueMove`): they land from the write position on, shifted down over the ones left out
   (in a file that stayed, the bytes after them are still the old units); in a queue the cut emptied, at
-  their own positions in a new file that starts with ``fillPreBlank`` units.
+  their own positions in a new file that starts with ``fillPreBlank`` units.  One the walk dropped that the reput
+  puts back (its write position lower) is in no file of the walk: those put back are written from their records
+  (:attr:`QueueMove.units`; with ext files refused).
 
 A batch queue's units go through ``BatchConsumeQueue.putBatchMessagePositionInfo``: dropped when their
 offset is at or below the queue's max (no cut unit is: every one starts at or past ``processOffset``),

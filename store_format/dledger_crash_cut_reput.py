@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .consumequeue import assign_positions, loaded_state
+from .consumequeue import Q_WRITE_POS, assign_positions, loaded_state
 from .dledger_crash_cut_state import TruncatedQueues, WalkedPositions
 from .dledger_inside_mixed import EarlierOwn, OnDiskCut, earlier_reput_refusal, mixed_disk_put_back, mixed_put_back
 from .dledger_inside_state import QueueFiles
@@ -40,7 +40,8 @@ class QueueMove:
     ``batch``: a batch consume queue (``batchconsumequeue/``, 46-byte units; never ``blank_from``).
     ``zero_from`` >= 0: the queue position from which the broker never wrote the file holding ``target`` (the
     units of records past where the recovery's walk ended, which only the start's reput dispatches), whose bytes
-    from there are zeros but for the units moved in."""
+    from there are zeros but for the units moved in.  ``units``: the ``count`` units ``(commitlog offset, size, tags
+    code)`` written from their records instead (``source`` -1): among them one the walk dropped."""
     topic: str
     queue_id: int
     source: int
@@ -49,6 +50,7 @@ class QueueMove:
     blank_from: int = -1
     batch: bool = False
     zero_from: int = -1
+    units: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,9 +165,9 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
     back from the reput's start (:class:`PutBack`): all (each where the walk had it), none, or some, appended at the
     write position (:class:`QueueMove`; in a queue the cut emptied, a new file where the first falls, ``fillPreBlank``
     before it); an ordinary consume queue's (no light units beside own ones) placed by
-    :func:`store_format.consumequeue.assign_positions` from the state the cut left (:func:`_reput_positions`, which
-    refuses one whose reput puts back a unit its walk dropped or whose first cut unit does not follow the walk's unit
-    before it); an ordinary queue the messages parsed where
+    :func:`store_format.consumequeue.assign_positions` from the state the cut left (:func:`_reput_positions`; those
+    put back written from their records where the walk dropped one of them, :func:`_written_units`, with ext files
+    refused); an ordinary queue the messages parsed where
     the reput was set go to, written whole
     (``placed.whole``); a queue holding a record's own units and light ones replayed whole (:func:`_disk_mixed_whole`,
     :func:`_mixed_whole`) or refused."""
@@ -188,7 +190,8 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         at = None   # an ordinary consume queue's: where putMessagePositionInfo puts each unit (-1: dropped)
         if not batch and q not in walk.mixed and q not in walk.disk_mixed:
-            walk_pos, at = _reput_positions(run, cut, q, rows, own.get(q, rows[:, U_KEY]), again, key_before.get(q))
+            walk_pos, at = _reput_positions(run, cut, q, rows, own.get(q, rows[:, U_KEY]), again,
+                                            *key_before.get(q, (None, False)))
             again = at >= 0
         elif not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
@@ -230,24 +233,32 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         appended = pos[pos >= 0]   # the walk's appended units (_reput_positions: -1 where it dropped one)
         first, last = (int(appended[0]), int(appended[-1])) if len(appended) else (-1, -1)
         to = at[len(rows) - n:] if at is not None else first + unit * np.arange(n, dtype=np.int64)
-        if n == len(rows):
+        # a unit put back that the walk dropped: those put back written from their records, not read where the walk
+        # had them (_written_units)
+        written = _written_units(run, q, rows[len(rows) - n:]) if n and (pos[len(rows) - n:] < 0).any() else ()
+        if n == len(rows) and not written:   # each back where the walk had it
             put_back[q] = (rows[:, U_OFFSET], to if at is not None else pos)
             continue
         name = track.names[q]
-        lost[name] = rows[:len(rows) - n, U_OFFSET]
+        if n < len(rows):
+            lost[name] = rows[:len(rows) - n, U_OFFSET]
+        source = -1 if written or not n else int(pos[len(rows) - n])
         if n == 0:
             gone_from = first
         elif cut.emptied(q):   # the cut emptied the queue
-            # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank)
-            source, target = int(pos[-n]), int(to[0])
+            # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank); the
+            # walk's files it does not write again go
+            target = int(to[0])
             blank_from = target - target % size
-            moves.append(QueueMove(*name, source, target, n, blank_from))
+            moves.append(QueueMove(*name, source, target, n, blank_from, units=written))
             put_back[q] = (rows[-n:, U_OFFSET], to)
-            dropped += [(*name, f) for f in range(first, blank_from, size)]
+            new_files = range(blank_from, int(to[-1]) + 1, size)
+            dropped += [(*name, f) for f in range(first - first % size, last + 1, size) if first >= 0 and
+                        f not in new_files]
             continue
         else:   # appended at the write position
-            moves.append(QueueMove(*name, int(pos[-n]), int(to[0]), n, batch=bool(batch),
-                                   zero_from=zero_from.get(q, -1)))
+            moves.append(QueueMove(*name, source, int(to[0]), n, batch=bool(batch), zero_from=zero_from.get(q, -1),
+                                   units=written))
             put_back[q] = (rows[-n:, U_OFFSET], to)
             gone_from = int(to[-1]) + unit
         start = -(-gone_from // size) * size   # the first file that starts at or past it
@@ -259,66 +270,91 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
     return PutBack(dropped, batch_dropped, lost, moves, put_back, restored, placed)
 
 
-def _keys_before(track: QueueTrack, walk: WalkedPositions, process_offset: int) -> dict[int, int]:
+def _keys_before(track: QueueTrack, walk: WalkedPositions, process_offset: int) -> dict[int, tuple[int, bool]]:
     """Per queue, the queue offset of the walk's last unit below ``process_offset``: in its last data file, else in its
     earlier ones (``QueueTrack.last_before``, ``light_before``: the later of the two; the cut takes units of the last
-    file only, so every unit there lies below it)."""
-    out = {q: key for q, (key, _end) in sorted({**track.light_before, **track.last_before}.items())}
+    file only, so every unit there lies below it); with it, whether that one's queue offset is one past the walk's
+    unit before it in the last data file (or, the only one there, in the earlier ones)."""
+    out = {q: (key, False) for q, (key, _end) in sorted({**track.light_before, **track.last_before}.items())}
     for q in set(track.last_before) & set(track.light_before):
-        out[q] = max(track.last_before[q], track.light_before[q], key=lambda r: r[1])[0]
+        out[q] = (max(track.last_before[q], track.light_before[q], key=lambda r: r[1])[0], False)
     kept_units = walk.units[walk.units[:, U_OFFSET] < process_offset]
-    queues, last_at = np.unique(kept_units[::-1, U_QUEUE], return_index=True)
-    out.update(zip(queues.tolist(), kept_units[len(kept_units) - 1 - last_at, U_KEY].tolist()))
+    for q in np.unique(kept_units[:, U_QUEUE]).tolist():
+        keys = kept_units[kept_units[:, U_QUEUE] == q, U_KEY].tolist()
+        earlier = [out[q][0]] if q in out else []
+        keys = earlier + keys
+        out[q] = (keys[-1], len(keys) > 1 and keys[-1] == keys[-2] + 1)
     return out
 
 
 def _reput_positions(run: ReputRun, cut: TruncatedQueues, q: int, rows: np.ndarray, queue_offsets: np.ndarray,
-                     dispatched: np.ndarray, key_before: int | None) -> tuple[np.ndarray, np.ndarray]:
+                     dispatched: np.ndarray, key_before: int | None, follows: bool) -> tuple[np.ndarray, np.ndarray]:
     """An ordinary cut queue's units (``rows``, commitlog order; ``queue_offsets``: each one's own queue offset): where
     the walk's ``ConsumeQueue.putMessagePositionInfo`` put them, and where the reput's puts those it dispatches
     (``dispatched``), -1 where it drops one or does not reach it.  Both :func:`store_format.consumequeue.
-    assign_positions`: the walk's from the first one's own position on (each appended at the write position
-    whatever queue offset it holds, "logic queue order maybe wrong" only logged), the reput's from the state the cut
-    left (:func:`store_format.consumequeue.loaded_state`): the max (below every cut unit where a unit or a file stays;
-    ``processOffset``, 2147483647 after ``fillPreBlank`` units only), the write position (a file of the queue on disk
-    before the walk that the cut left: the one it left there; else the first cut unit's position), a queue the cut
-    left no file starting at its first unit's own position (``fillPreBlank`` before it).  ``key_before``: the queue
-    offset of the walk's unit before them, in any of its data files (:func:`_keys_before`; None: none).  A queue on disk
-    before the walk with none (``run.on_disk``): the walk's from the max and write position ``ConsumeQueue.recover``
-    gave its files before the walk (``run.loaded_at``; a kept file of zeros: max -1, that file's start), where
-    ``putMessagePositionInfo`` appended the first one whatever its queue offset, not from the state the cut leaves
-    (which a cut deleting the files or reading an older file of zeros moves elsewhere).
+    assign_positions` (each appended at the write position whatever queue offset it holds, "logic queue order maybe
+    wrong" only logged; one whose queue offset is not 0 and whose ``* 20`` lies below the write position dropped,
+    "Build consume queue repeatedly"): the walk's from the write position its unit before them left (``key_before``:
+    that unit's queue offset, in any of its data files, :func:`_keys_before`; it at its own slot, the write position
+    one past it, whatever queue offset the first cut unit holds), else from the first one's own position; the reput's
+    from the state the cut left (:func:`store_format.consumequeue.loaded_state`): the max (below every cut unit where
+    a unit or a file stays; ``processOffset``, 2147483647 after ``fillPreBlank`` units only), the write position (a
+    file of the queue on disk before the walk that the cut left: the one it left there; else where the walk's first
+    cut unit went or would have gone), a queue the cut left no file starting at its first unit's own position
+    (``fillPreBlank`` before it).  A queue on disk before the walk with no walk unit before them (``run.on_disk``):
+    the walk's from the max and write position ``ConsumeQueue.recover`` gave its files before the walk
+    (``run.loaded_at``; a kept file of zeros: max -1, that file's start), not from the state the cut leaves (which a
+    cut deleting the files or reading an older file of zeros moves elsewhere).
 
-    The walk's position is -1 where it dropped one (a queue offset * 20 below its write position, not 0: "Build
-    consume queue repeatedly"); the reput drops that one too unless its own write position lies lower.
+    The walk's position is -1 where it dropped one; the reput drops that one too unless its own write position lies
+    lower, then it puts it back (:func:`put_back_units` writes that unit from its record).
 
     Raises:
-        UnsupportedConfigError: the reput puts back a unit the walk dropped (where the walk had it is not read), or
-            the first one's queue offset is not one past the walk's unit before it (then it is not where the walk put
-            it)."""
-    label = "/".join(map(str, run.track.names[q]))
+        UnsupportedConfigError: the first one's queue offset is not one past the walk's unit before it, and that one's
+            not one past the walk's unit before it (``follows``, :func:`_keys_before`: its own slot is not read)."""
+    if key_before is not None and key_before + 1 != int(queue_offsets[0]) and not follows:
+        raise cut_refusal(f"the queue {'/'.join(map(str, run.track.names[q]))} whose first cut unit's queue offset is "
+                          "not one past the walk's unit before it, that one's not one past the walk's unit before it "
+                          "either (where the walk put it is not read)")
     ends = rows[:, U_END] - rows[:, U_OFFSET]
     held = (run.on_disk or {}).get(run.track.names[q])
-    walk_state = loaded_state(-1, int(queue_offsets[0]) * CQ_UNIT_SIZE, loaded=True)
+    # the walk's write position before its first cut unit: one past its unit before them
+    walk_state = loaded_state(-1, (int(queue_offsets[0]) if key_before is None else key_before + 1) * CQ_UNIT_SIZE,
+                              loaded=True)
     if held is not None and key_before is None:   # the walk appended its first unit onto the files recover loaded
         loaded = (run.loaded_at or {}).get(run.track.names[q])
         assert loaded is not None, "a queue on disk has the state recover left it in"
         walk_state = loaded_state(*loaded, loaded=True)
+    write = held[2] if held is not None and held[1] else int(walk_state[0, Q_WRITE_POS])
     walk_pos = assign_positions(np.zeros(len(rows), np.int64), rows[:, U_OFFSET], ends, queue_offsets,
                                 run.cq_file_size, walk_state)
-    if key_before is not None and key_before + 1 != int(queue_offsets[0]):
-        raise cut_refusal(f"the queue {label} whose walk did not put its cut units one after the other from the first "
-                          "one's queue offset (the first one's not right after the one before it)")
     emptied = cut.emptied(q)
-    write = held[2] if held is not None and held[1] else int(walk_pos[0])
     state = loaded_state(cut.max_after.get(q, -1), 0 if emptied else write, loaded=not emptied)
     at = np.full(len(rows), -1, dtype=np.int64)
     at[dispatched] = assign_positions(np.zeros(int(dispatched.sum()), np.int64), rows[dispatched, U_OFFSET],
                                       ends[dispatched], queue_offsets[dispatched], run.cq_file_size, state)
-    if (walk_pos[at >= 0] < 0).any():   # where the walk had it is where the reput's move takes it from
-        raise cut_refusal(f"the queue {label} whose walk dropped a cut unit the reput puts back (its queue offset * 20 "
-                          "below the walk's write position, not below the one the cut left)")
     return walk_pos, at
+
+
+def _written_units(run: ReputRun, q: int, rows: np.ndarray) -> tuple[tuple[int, int, int], ...]:
+    """The units of ``rows`` (cut units of queue ``q`` the reput puts back, among them one the walk dropped, which no
+    file of the walk holds) as ``putMessagePositionInfo`` writes them: commitlog offset, size and the tags code of the
+    record's unit for the queue (read from the log, ``run.tags``).
+
+    Raises:
+        UnsupportedConfigError: with ``enableConsumeQueueExt`` (the unit holds the address of the ext unit the reput
+            put for it) or no way to read the tags codes."""
+    label = "/".join(map(str, run.track.names[q]))
+    if run.ext or run.tags is None:
+        raise cut_refusal(f"the queue {label} whose walk dropped a cut unit the reput puts back (its queue offset * 20 "
+                          "below the walk's write position, not below the one the cut left)"
+                          + (", with consume queue ext files" if run.ext else ""))
+    out = []
+    for offset, end in rows[:, [U_OFFSET, U_END]].tolist():
+        tags = run.tags(offset, end - offset, run.track.names[q], light=True)
+        assert tags is not None, "a unit of the queue's record"
+        out.append((offset, end - offset, tags))
+    return tuple(out)
 
 
 def _disk_mixed_whole(run: ReputRun, q: int) -> QueueFiles:
