@@ -236,7 +236,8 @@ def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, p
         # a unit put back that the walk dropped: those put back written from their records, not read where the walk
         # had them (_written_units)
         written = _written_units(run, q, rows[len(rows) - n:]) if n and (pos[len(rows) - n:] < 0).any() else ()
-        if n == len(rows) and not written:   # each back where the walk had it
+        if n == len(rows) and not written:   # each put back: no move (at other positions than the walk's only in a
+            # queue on disk before the walk, which --as-restart never has and whose counts they leave alone)
             put_back[q] = (rows[:, U_OFFSET], to if at is not None else pos)
             continue
         name = track.names[q]
