@@ -157,15 +157,17 @@ def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_ch
     commitlog are, or over one the starts the broker checked (``dledger_checked``: :func:`dledger_start_checked`);
     on 5.x with a second reput (``recheckReputOffsetFromCq``) only where it dispatches no such record:
     ``again`` is how many units of empty-name records lie at or past where it starts (:func:`reput_start_over_table`),
-    None when not known."""
+    None where it starts before the recovery's dispatch (``verify`` predicts one case of it apart:
+    :func:`store_format.topic_empty_mix.second_reput_queue_zero`)."""
     if config.brokerVersion not in ("5.5", "5", "4"):
         return "with the broker line not known (brokerVersion auto: give --broker-version)"
     if config.enableDLegerCommitLog and not dledger_checked:
         return ("over a DLedger commitlog (modelled: a clean 5.x start with recheckReputOffsetFromCq=true over no "
                 "topic \"\" file, or one whose reput starts at the log's end)")
     if config.is_5x and config.recheckReputOffsetFromCq and again is None:
-        return ("with recheckReputOffsetFromCq=true where the second reput may start before the recovery's first "
-                "record (the queues' max after the recovery not known here)")
+        return ("with recheckReputOffsetFromCq=true whose second reput starts before the recovery's dispatch and "
+                "dispatches such records again (predicted only where that reput opens topic \"\" queue 0 afresh and "
+                "puts blanks' empty requests beside them, as the 5.5.1 broker showed)")
     if config.is_5x and config.recheckReputOffsetFromCq and again:
         return (f"with recheckReputOffsetFromCq=true whose second reput dispatches {again} such unit(s) again, "
                 "putting after what the recovery's truncateDirtyLogicFiles read past the written bytes")

@@ -24,7 +24,10 @@ opens gets the bytes it writes over its start, every other file stays;
 :func:`store_format.empty_request_held.over_held_files`).  Checked against the 5.5.1 broker's restart whose second
 reput (``doRecheckReputOffsetFromCq`` from the commitlog's min offset, the recovery having queued nothing) reads the
 damaged record, clean and after a crash, queue folders deleted or a file planted in ``consumequeue/0/`` (and
-``consumequeue_ext/0/``): tests/test_topic_empty_mix_restart_broker.py.
+``consumequeue_ext/0/``): tests/test_topic_empty_mix_restart_broker.py.  ``verify`` of such a store, its queue
+folders kept, predicts the same files from the same rule (:func:`second_reput_queue_zero`: the second reput's
+empty-name units from where it starts, past the concurrent reput's stop where it goes on at the next file; checked
+against the same 5.5.1 restarts, clean and after a crash, in that test module).
 """
 from __future__ import annotations
 
@@ -46,7 +49,8 @@ from .consumequeue import (
 from .empty_request_held import empty_request_queue_files, empty_unit_tags_code, over_held_files
 from .store import StoreLocation
 
-__all__ = ["MixedFile", "empty_first_state", "merged_queue_zero_files"]
+__all__ = ["MixedFile", "QueueZeroAtRestart", "empty_first_state", "merged_queue_zero_files",
+           "second_reput_queue_zero"]
 
 
 class MixedFile(NamedTuple):
@@ -113,3 +117,36 @@ def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.nd
     if store is not None:   # each piece list: the bytes written from the file's start, then the zeros to its size
         files = over_held_files(store, {rel: (bytes(p[0]), len(p[0]) + int(p[1])) for rel, p in files})
     return files, figures
+
+
+class QueueZeroAtRestart(NamedTuple):
+    """What a start's reput leaves of topic "" queue 0 where the mix forms (:func:`second_reput_queue_zero`): the
+    files of its folders (relative paths and pieces, :func:`merged_queue_zero_files` over the store's), each queue
+    file's figures, the units put (the empty request's, where it came first, and the empty-name ones) and the other
+    topic "" queues' empty-name units, (commitlog offset, queue id, queue offset) in dispatch order."""
+    files: list[tuple[str, list]]
+    figures: list[MixedFile]
+    put: int
+    others: list[tuple[int, int, int]]
+
+
+def second_reput_queue_zero(store: StoreLocation, config: BrokerConfig, units: list[tuple[int, int, int]],
+                            sizes: dict[int, tuple[int, int]], *, skipped: tuple[int, int], first_empty_at: int,
+                            count: int) -> QueueZeroAtRestart:
+    """Topic "" queue 0 after a reput that opens it afresh over ``store``'s files (no dispatch before it put to it)
+    and hands it ``count`` blanks' empty requests, the first at ``first_empty_at``, beside the empty-name units
+    ``units`` it walks (:func:`store_format.empty_topic_restart.empty_name_units` from its start, with their records'
+    sizes and tags codes ``sizes``): the concurrent reput that goes on at the next file past damaged bytes
+    dispatches none of the records in ``skipped`` (from the damaged record to where it goes on), only the empty
+    requests of the blanks it read there; queue 0's units merged with them by the put rule over the held files
+    (:func:`merged_queue_zero_files`)."""
+    kept = [u for u in units if not skipped[0] <= u[0] < skipped[1]]
+    mine = [u for u in kept if u[1] == 0]
+    light = (np.array([at for at, _, _ in mine], dtype=np.int64),
+             np.array([sizes[at][0] for at, _, _ in mine], dtype=np.int64),
+             np.array([sizes[at][1] for at, _, _ in mine], dtype=np.int64),
+             np.array([qoff for _, _, qoff in mine], dtype=np.int64))
+    files, figures = merged_queue_zero_files(config, light, first_empty_at, count, store)
+    first = empty_first_state(config, light[0], first_empty_at, count) is not None
+    return QueueZeroAtRestart(files, figures, sum(f.entries for f in figures) + int(first),
+                              [u for u in kept if u[1] != 0])

@@ -145,5 +145,66 @@ def test_verify_predicts_the_reput_from_the_min_offset(written, name):
     p = v["report"]["restart"]
     assert p is not None, v["report"].get("restart_note")
     assert (p["reput_from"], p["reput_from_inclusive"], p["second_reput_from"]) == (walk, True, min(units)), p
-    assert (p["units_dispatched_again"], p["units_lost"]) == (len(units), 0), p
+    put, lost, _changed = _queue_zero_facts(written, name)
+    assert (p["units_dispatched_again"], p["units_lost"]) == (len(units) + put, lost), p
     assert p["index_keys_put_again"] == len(keys), (p["index_keys_put_again"], len(keys))
+
+
+def _message_offsets(data: bytes) -> set[int]:
+    """The commitlog offsets of a consume queue file's units standing for a message (offset >= 0, size > 0, no
+    ``fillPreBlank`` unit), as ``ConsumeQueue.recover`` reads them."""
+    return {u[0] for u in _units_of(data) if u[0] >= 0 and u[1] > 0 and u[:2] != BLANK}
+
+
+def _units_of(data: bytes) -> list[tuple[int, int, int]]:
+    return [(int.from_bytes(data[i:i + 8], "big", signed=True), int.from_bytes(data[i + 8:i + 12], "big", signed=True),
+             int.from_bytes(data[i + 12:i + 20], "big", signed=True)) for i in range(0, len(data) - 19, 20)]
+
+
+def _queue_zero_facts(run: dict, name: str) -> tuple[int, int, int]:
+    """What the broker's restart did to topic "" queue 0, from its files: the units it put (the layout's, checked
+    here: the empty request's unit and the empty-name ones, ``fillPreBlank`` units left out), the message units of
+    ``before/``'s ``consumequeue/0/`` files gone from its own, and the files of ``consumequeue/0/`` and
+    ``consumequeue_ext/0/`` whose bytes differ from ``before/``'s (none of those deleted)."""
+    d = Path(run["scenario"]["dir"])
+    kind = name.split("-restart-")[1].split("-")[0]
+    exp, before = d / "expected", d / "before"
+    held = _units(exp / CQ)[:len(LAYOUT[kind])]
+    assert [u[:2] == BLANK for u in held] == [s == BLANK for s in LAYOUT[kind]], held
+    put = sum(u[:2] != BLANK for u in held)
+    changed, gone = 0, set()
+    for folder in ("consumequeue/0", "consumequeue_ext/0"):
+        ours = set(files_under(exp / folder)) if (exp / folder).is_dir() else set()
+        was = set(files_under(before / folder)) if (before / folder).is_dir() else set()
+        assert was <= ours, (folder, was, ours)
+        for rel in sorted(ours):
+            after = (exp / folder / rel).read_bytes()
+            prior = (before / folder / rel).read_bytes() if rel in was else None
+            changed += after != prior
+            if folder == "consumequeue/0" and prior is not None:
+                gone |= _message_offsets(prior) - _message_offsets(after)
+    return put, len(gone), changed
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_verify_predicts_topic_empty_queue_zero(written, name):
+    """What the broker's restart did to topic "" queue 0 first (:func:`_queue_zero_facts`: the units its second
+    reput put, the store's units it wrote over, the files of ``consumequeue/0/`` and ``consumequeue_ext/0/`` it
+    changed; a file planted there, so some did change).  Then ``verify`` of ``before/``: queue ``/0`` with those
+    units put and lost, and its note naming as many files changed (the mix over the held files, clean and after a
+    crash)."""
+    put, lost, changed = _queue_zero_facts(written, name)
+    assert put > 0 and changed > 0, (put, changed)
+    assert bool(lost) == bool(_planted(written)), lost   # a planted file's units written over, none without
+    d = Path(written["scenario"]["dir"])
+    if "verify" not in written:
+        written["verify"] = bh.verify_json(d / "before", d / "broker.conf", bh.BROKER_VERSION_ARG["5.5.1"])
+    v = written["verify"]
+    assert v["report"] is not None, v["stderr"]
+    p = v["report"]["restart"]
+    assert p is not None, v["report"].get("restart_note")
+    (q,) = [q for q in p["queues"] if q["queue"] == "/0"] or [None]
+    assert q is not None, [n for n in p["notes"] if 'topic ""' in n]
+    assert (q["units_dispatched_again"], q["units_lost"]) == (put, lost), q
+    (note,) = [n for n in p["notes"] if n.startswith('topic "" queues 0 ')]
+    assert f"reopens queue(s) 0 over their files, {changed} file(s) then differing" in note, note

@@ -198,7 +198,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                      led=led)
     # what the start does with topic ""'s files, or that it is not predicted
     predict_topic_empty(st, config, c.store_cq, restart, recovery=recovery, abnormal=abnormal, held_files=held,
-                        truncated=truncated, rebuilt=any(len(r.path.split("/")) == 2 for r in c.cq_results))
+                        truncated=truncated, rebuilt=any(len(r.path.split("/")) == 2 for r in c.cq_results),
+                        anomalies=summary.anomalies, data_end=summary.data_end)
     return c.report(st, config, ref_root, summary, restart)
 
 

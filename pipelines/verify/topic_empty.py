@@ -4,13 +4,18 @@ empty queue, ``ConsumeQueue.multiDispatchLmqQueue``), which ``ConsumeQueueStore.
 the queues' max physical offset, ``recoverAbnormally``'s walk) reopens a queue of them afresh over its files when it
 hands it such a record (:mod:`store_format.empty_topic_restart`), and nothing cuts them.  Per such queue the
 prediction lists the units that dispatch puts and the units on disk it overwrites (``fillPreBlank`` over earlier
-units), and one note line says which files the start rewrites; where that start is not modelled the note says so."""
+units), and one note line says which files the start rewrites; where that start is not modelled the note says so.
+A 5.5.1 second reput (``doRecheckReputOffsetFromCq``) from before the recovery's dispatch, whose concurrent reput goes
+past damaged bytes reading a blank there, puts its empty request and the empty-name units both into queue 0: the mix
+(:func:`store_format.topic_empty_mix.second_reput_queue_zero`), over the held files as ``--as-restart`` writes it."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import pyarrow.fs as pafs
 
+from store_format.concurrent_reput import concurrent_reput_stop, cut_at
 from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
 from store_format.consumequeue_recovery import CQ_RULES
@@ -28,6 +33,7 @@ from store_format.empty_topic_restart import (
     truncate_reopened,
 )
 from store_format.store import StoreLocation
+from store_format.topic_empty_mix import QueueZeroAtRestart, second_reput_queue_zero
 
 from .report import QueueRestart, RestartPrediction
 
@@ -52,15 +58,18 @@ def _not_predicted(p: RestartPrediction, files: list[str], why: str) -> None:
 
 def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[str, Any], p: RestartPrediction, *,
                         recovery: Any, abnormal: bool, rebuilt: bool = True,
-                        held_files: dict[str, bytes] | None = None, truncated: bool = False) -> None:
+                        held_files: dict[str, bytes] | None = None, truncated: bool = False,
+                        anomalies: list[dict] | None = None, data_end: int | None = None) -> None:
     """Topic ""'s queues at the start ``p`` predicts (the store's files ``store_cq``, relative to ``consumequeue/``;
     ``rebuilt``: the reference rebuild wrote such files, else the commitlog holds no empty-name record to walk for;
     ``held_files``: :func:`store_format.empty_topic_restart.held_topic_empty_files`, None: read here; ``truncated``:
     the recovery's ``truncateDirtyLogicFiles`` runs over the queue table):
     each queue the recovery's dispatch reopens (a :class:`QueueRestart` ``/<queueId>``: units put, units on disk
     overwritten or deleted, in ``p``'s totals too; truncated, the file it deletes, its max and write position after
-    the load, :func:`store_format.empty_topic_restart.truncate_reopened`) and a note line; where the start is not
-    modelled (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger commitlog) the note says so."""
+    the load, :func:`store_format.empty_topic_restart.truncate_reopened`) and a note line (``anomalies``, ``data_end``:
+    the reference rebuild's findings and data end, where the concurrent reput's stop is read from: :func:`_mix`);
+    where the start is not modelled (:func:`store_format.empty_topic_restart.restart_refusal`, a DLedger
+    commitlog) the note says so."""
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
     if recovery is None:   # a DLedger commitlog: predicted where its reputs dispatch nothing (files as held)
         why = refusal_reason(config, again=0, dledger_checked=dledger_start_checked(
@@ -93,6 +102,14 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
         # from the whole queue table's max after the recovery (pipelines.verify.restart.predict_restart:
         # store_format.empty_topic_restart.reput_start_over_table), the empty-name records from there on again
         again_from = p.second_reput_from
+        if again_from is not None and again_from < recovery.dispatch_from and not units:
+            mix = _mix(st, config, again_from, p.commitlog_end, anomalies or [], data_end)
+            if isinstance(mix, str):
+                _not_predicted(p, files, mix)
+                return
+            if mix is not None:
+                _predict_mix(st, files, mix, p, held_files)
+                return
         later, later_sizes = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, again_from - 1) \
             if again_from is not None and again_from >= recovery.dispatch_from else (None, {})
         if later and opened_afresh(units, later):   # queues the second reput creates: its puts as a dispatch's
@@ -165,3 +182,61 @@ def _dledger_reput_from(p: RestartPrediction) -> int:
     (``recheckReputOffsetFromCq``) where it starts earlier."""
     first = p.reput_from if p.reput_from_inclusive else p.reput_from + 1
     return first if p.second_reput_from is None else min(first, p.second_reput_from)
+
+
+def _mix(st: StoreLocation, config: BrokerConfig, start: int, end: int, anomalies: list[dict],
+         data_end: int | None) -> QueueZeroAtRestart | str | None:
+    """Topic "" queue 0 after a second reput from ``start`` (before the recovery's dispatch, which put no empty-name
+    unit) where its concurrent reput goes past damaged bytes and reads a blank there
+    (:func:`store_format.concurrent_reput.concurrent_reput_stop` from the reference rebuild's ``anomalies``): the
+    empty requests and the empty-name units merged over the held files
+    (:func:`store_format.topic_empty_mix.second_reput_queue_zero`); a refusal's reason where the 5.5.1 broker did not
+    show it (another line, a stop for good, records read in pieces, a further stop, other topic "" queues); None: no
+    blank's empty request (the mix does not form)."""
+    stop = concurrent_reput_stop(st, config, anomalies, data_end)
+    if stop is None or stop.empty_request is None:
+        return None
+    why = ("where its second reput from before the recovery's dispatch also puts blanks' empty requests into queue 0 "
+           "(checked against the 5.5.1 broker only where the concurrent reput goes on at the next file once, past "
+           "its first stop, and no other topic \"\" queue gets a unit)")
+    if config.brokerVersion != "5.5" or stop.resume is None or stop.pieces or stop.at is None or stop.at < start \
+            or concurrent_reput_stop(cut_at(st, stop.offset, stop.reput_end, stop.resume), config, anomalies,
+                                     data_end) is not None:
+        return why
+    units, sizes = empty_name_units(st, config, start, end)
+    mix = second_reput_queue_zero(st, config, units, sizes, skipped=(stop.at, stop.resume),
+                                  first_empty_at=stop.empty_request, count=stop.empty_requests)
+    return why if mix.others else mix
+
+
+def _held_bytes(st: StoreLocation, rel: str) -> bytes | None:
+    """The bytes of the store's file ``rel`` (relative to its root), None where it holds none."""
+    path = f"{st.root}/{rel}"
+    if st.fs.get_file_info(path).type != pafs.FileType.File:
+        return None
+    with st.fs.open_input_file(path) as f:
+        return f.read()
+
+
+def _predict_mix(st: StoreLocation, files: list[str], mix: QueueZeroAtRestart, p: RestartPrediction,
+                 held_files: dict[str, bytes] | None) -> None:
+    """Queue 0 as :func:`_mix` puts it (a :class:`QueueRestart` ``/0``: units put, units on disk overwritten; files
+    of ``consumequeue/0/`` and ``consumequeue_ext/0/`` then differing from the store's) and the note line."""
+    held = held_topic_empty_files(st) if held_files is None else held_files
+    changed, before_units, after_units = 0, set(), set()
+    for rel, pieces in mix.files:
+        data = bytes(pieces[0]) + bytes(int(pieces[1]) if len(pieces) > 1 else 0)
+        before = held[rel] if rel in held else _held_bytes(st, rel)
+        changed += data != before
+        if rel.startswith("consumequeue/"):
+            before_units |= _units(before or b"")
+            after_units |= _units(data)
+    lost = len(before_units - after_units)
+    names = ", ".join(rel.split("/", 1)[1] for rel, _ in mix.files)
+    p.queues.append(QueueRestart("/0", units_dispatched_again=mix.put, units_lost=lost, note=(
+        "topic \"\" (consumequeue/0/, not loaded): the second reput opens it afresh over the store's files and puts "
+        f"{mix.put} unit(s), blanks' empty requests beside the empty-name units (the put rule's mix); {lost} unit(s) "
+        f"on disk overwritten; {names}")))
+    p.units_dispatched_again += mix.put
+    p.units_lost += lost
+    p.notes.append(_held_note(files, [0], changed, [0]))
