@@ -60,12 +60,11 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
 
 * Over a DLedger commitlog (``DLedgerCommitLog.recover``, ``multiDispatchLmqQueue`` the same): predicted only for
   the clean 5.x starts the brokers checked (:func:`dledger_start_checked`): ``--as-restart`` with
-  ``recheckReputOffsetFromCq=true`` over no topic "" file, or on 5.5.1 over held ones (every record dispatched from
+  ``recheckReputOffsetFromCq=true`` over no topic "" file or over held ones (every record dispatched from
   the log's min offset into queues created afresh, over the held bytes: :func:`as_restart_over_dledger_checked`),
   without it where nothing is dispatched (the reput at the committed position, the log's end), and ``verify`` where
-  the reput starts at the log's end (nothing dispatched: the files stay; 5.5.1 without the setting too); any other
-  (a crash walk, a reput from before the end, 5.3.3 over held files or without the setting, 4.9.8) refused in one
-  line (:func:`refusal_reason`).
+  the reput starts at the log's end (nothing dispatched: the files stay; without the setting too); any other (a
+  crash walk, a reput from before the end, 4.9.8) refused in one line (:func:`refusal_reason`).
 
 Checked against the 5.5.1, 5.3.3 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a
 cut, a crash walk that dispatches every such record again), tests/test_light_empty_reopen_broker.py (a start
@@ -85,8 +84,9 @@ deleting a reopened queue's last file: 5.5.1 with the second reput, without it a
 ``PIPELINES_FULL_SUITE=1``: the queue's max, the second reput's start and topic ""'s files the broker's);
 tests/test_light_empty_dledger_broker.py (5.5.1, 5.3.3 with ``PIPELINES_FULL_SUITE=1``, over a DLedger commitlog,
 clean: queues deleted, ``--as-restart``
-byte for byte; queues kept, ``verify``: topic "" as held); tests/test_light_empty_dledger_held_broker.py (5.5.1:
-planted topic "" files under ``--as-restart`` with the setting and without it, queues kept without it).
+byte for byte; queues kept, ``verify``: topic "" as held); tests/test_light_empty_dledger_held_broker.py (5.5.1,
+5.3.3 with ``PIPELINES_FULL_SUITE=1``: planted topic "" files under ``--as-restart`` with the setting and without it,
+queues kept without it).
 """
 from __future__ import annotations
 
@@ -178,27 +178,26 @@ def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_ch
 def dledger_start_checked(config: BrokerConfig, *, clean: bool, topic_empty_held: bool,
                           reput_from: int | None = None, end: int | None = None, queues_deleted: bool = False) -> bool:
     """Whether a start over a DLedger commitlog (``DLedgerCommitLog.recover``, its reput) is one whose topic "" files
-    the brokers checked (tests/test_light_empty_dledger_broker.py, tests/test_light_empty_dledger_held_broker.py): a
+    the 5.5.1 and 5.3.3 brokers checked (tests/test_light_empty_dledger_broker.py,
+    tests/test_light_empty_dledger_held_broker.py): a
     clean start (``clean``: no ``abort`` file, so no crash walk; ``dledgerRecoverNormally`` dispatches nothing) and
 
     * reputs starting at the log's end (``reput_from`` at or past ``end``): nothing dispatched, and topic "", not
-      loaded, not cut, stays as held; with ``recheckReputOffsetFromCq=true`` (5.5.1, 5.3.3: the queues' max there) or
-      without it (5.5.1: ``DefaultMessageStore.start`` sets the reput at ``getConfirmOffset``, DLedger's committed
-      position, the log's end on a clean start);
+      loaded, not cut, stays as held; with ``recheckReputOffsetFromCq=true`` (the queues' max there) or without it
+      (``DefaultMessageStore.start`` sets the reput at ``getConfirmOffset``, DLedger's committed position, the log's
+      end on a clean start);
     * ``queues_deleted`` (``--as-restart``: no own queue loaded, and topic "<queueId>"'s queues of the held file
       names have no file, max -1) with the setting: ``doRecheckReputOffsetFromCq`` dispatches every record from the
       log's min offset, each empty-name record to a topic "" queue ``findOrCreateConsumeQueue`` creates afresh, by a
-      new queue's put rule (the plain rebuild's files), over no topic "" file (5.5.1, 5.3.3) or over the held ones
-      (``topic_empty_held``, 5.5.1: each written file's bytes over the held one, :func:`over_held`).  Without the
+      new queue's put rule (the plain rebuild's files), over no topic "" file or over the held ones
+      (``topic_empty_held``: each written file's bytes over the held one, :func:`over_held`).  Without the
       setting such a start dispatches nothing where its committed position is the log's end (the walk then finds
       no record to refuse); one from before it is not checked."""
     if not clean or config.brokerVersion not in ("5.5", "5"):
         return False
     if reput_from is not None and end is not None and reput_from >= end:
-        return config.recheckReputOffsetFromCq or config.brokerVersion == "5.5"
-    if not config.recheckReputOffsetFromCq or not queues_deleted:
-        return False
-    return not topic_empty_held or config.brokerVersion == "5.5"
+        return True
+    return config.recheckReputOffsetFromCq and queues_deleted
 
 
 def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:

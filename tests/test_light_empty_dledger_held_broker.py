@@ -1,7 +1,7 @@
 """Multi-dispatch requests naming an empty queue over a DLedger commitlog (tests/test_light_empty_dledger_broker.py's
 store: its requests, 64 KiB data files, 120-byte consume queue files) across clean 5.5.1 restarts that find topic
 ""'s files on disk (``consumequeue/<queueId>/<file>``), or that run without ``recheckReputOffsetFromCq`` (the
-default), checked against the broker.
+default), checked against the broker (5.3.3's the same with ``PIPELINES_FULL_SUITE=1``).
 
 * ``-planted-recheck``: the queue folders deleted, files planted in ``consumequeue/0/`` and ``consumequeue/1/``
   (``plantFiles``: queue 0's shorter than the file size, queue 1's a full file and a second one nothing opens).
@@ -18,7 +18,7 @@ default), checked against the broker.
   ``before/`` predicts.
 
 Each test first asserts what the broker wrote, then our tool's output.  A crash start over held files stays refused
-in one line (the kept store's ``before/`` with an ``abort`` file).  5.3.3: not checked here.
+in one line (the kept store's ``before/`` with an ``abort`` file).
 """
 from __future__ import annotations
 
@@ -57,11 +57,12 @@ def scenarios(line: str = LINE) -> list[dict]:
              "name": f"{name}-kept-norecheck"}]
 
 
-SCENARIOS = {LINE: scenarios()}
-CASES = {sc["name"].rsplit("-", 2)[-2] + "-" + sc["name"].rsplit("-", 1)[-1]: pytest.param(sc["name"], id=sc["name"])
-         for sc in SCENARIOS[LINE]}
+SCENARIOS = {LINE: scenarios(), "5.3.3": bh.bounded(scenarios("5.3.3"), full_only=("-recheck", "-norecheck"))}
+CASES: dict[str, list] = {}
+for _sc in (sc for scs in SCENARIOS.values() for sc in scs):
+    CASES.setdefault(_sc["name"].split("-light-empty-")[1], []).append(pytest.param(_sc["name"], id=_sc["name"]))
 _RUNS: dict[str, dict] = {}
-STORES = bh.Stores(SCENARIOS, "5.5.1 DLedger store(s) with held topic \"\" files or without the recheck", threads=1)
+STORES = bh.Stores(SCENARIOS, "5.x DLedger store(s) with held topic \"\" files or without the recheck", threads=1)
 
 
 @pytest.fixture
@@ -84,7 +85,7 @@ def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()} if root.is_dir() else {}
 
 
-@pytest.mark.parametrize("name", [CASES["planted-recheck"]])
+@pytest.mark.parametrize("name", CASES["planted-recheck"])
 def test_the_broker_puts_fresh_queues_over_planted_files(written, name):
     """What the broker wrote: every request's topic "" unit, put by a new queue's rule (queue 0's 4 and 5 after
     ``fillPreBlank`` units, queue 1's 0 then 9 appended), over the planted bytes: queue 0's file grown to the file
@@ -104,14 +105,14 @@ def test_the_broker_puts_fresh_queues_over_planted_files(written, name):
     assert after[f"1/{CQ_FILE:020d}"] == PLANTED[f"1/{CQ_FILE:020d}"]
 
 
-@pytest.mark.parametrize("name", [CASES["planted-recheck"]])
+@pytest.mark.parametrize("name", CASES["planted-recheck"])
 def test_as_restart_writes_over_planted_files(written, name):
     """``rebuild --as-restart`` of ``before/`` (queues deleted, topic "" files held): the broker's ``consumequeue/``
     (topic "" over the planted bytes) and ``index/``, byte for byte."""
     bh.restart_files_are_the_broker_s(written)
 
 
-@pytest.mark.parametrize("name", [CASES["planted-norecheck"]])
+@pytest.mark.parametrize("name", CASES["planted-norecheck"])
 def test_without_the_recheck_the_start_writes_nothing(written, name):
     """What the broker wrote without ``recheckReputOffsetFromCq``: no consume queue or index file, the planted files
     as they were (the reput starts at the committed position, the log's end); then ``rebuild --as-restart`` of
@@ -126,7 +127,7 @@ def test_without_the_recheck_the_start_writes_nothing(written, name):
     assert not _files(d / "ours" / "index")
 
 
-@pytest.mark.parametrize("name", [CASES["kept-norecheck"]])
+@pytest.mark.parametrize("name", CASES["kept-norecheck"])
 def test_verify_predicts_topic_empty_as_held_without_the_recheck(written, name):
     """What the broker wrote (queues kept, no recheck): topic "" as before the start, no queue changed by it;
     ``verify`` of ``before/``: a restart whose reput starts at the log's end, topic "" said to stay byte for byte."""
@@ -145,7 +146,7 @@ def test_verify_predicts_topic_empty_as_held_without_the_recheck(written, name):
     assert (p["units_dispatched_again"], p["units_lost"]) == (0, 0), p
 
 
-@pytest.mark.parametrize("name", [CASES["kept-norecheck"]])
+@pytest.mark.parametrize("name", CASES["kept-norecheck"])
 def test_a_crash_start_over_held_files_is_refused(written, name, tmp_path):
     """``rebuild --as-restart`` of the kept store's ``before/`` with an ``abort`` file (a crash start:
     ``dledgerRecoverAbnormally``'s walk, not checked with topic "" files): exit 2, one line naming the DLedger
