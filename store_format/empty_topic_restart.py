@@ -59,11 +59,12 @@ the same rules) ``ConsumeQueueStore.loadConsumeQueues``, ``DefaultMessageStore.f
   on), no broker run reaches it.
 
 * Over a DLedger commitlog (``DLedgerCommitLog.recover``, ``multiDispatchLmqQueue`` the same): predicted only for
-  the clean 5.x starts with ``recheckReputOffsetFromCq=true`` the brokers checked (:func:`dledger_start_checked`):
-  ``--as-restart`` over no topic "" file (every record dispatched from the log's min offset into queues created
-  afresh, :func:`as_restart_over_dledger_checked`) and ``verify`` where the reput starts at the log's end (nothing
-  dispatched: the files stay); any other (a crash walk, held topic "" files under ``--as-restart``, a reput from
-  before the end, 5.x without the setting, 4.9.8) refused in one line (:func:`refusal_reason`).
+  the clean 5.x starts the brokers checked (:func:`dledger_start_checked`): ``--as-restart`` with
+  ``recheckReputOffsetFromCq=true`` over no topic "" file or over held ones (every record dispatched from
+  the log's min offset into queues created afresh, over the held bytes: :func:`as_restart_over_dledger_checked`),
+  without it where nothing is dispatched (the reput at the committed position, the log's end), and ``verify`` where
+  the reput starts at the log's end (nothing dispatched: the files stay; without the setting too); any other (a
+  crash walk, a reput from before the end, 4.9.8) refused in one line (:func:`refusal_reason`).
 
 Checked against the 5.5.1, 5.3.3 and 4.9.8 brokers: tests/test_light_empty_restart_broker.py (5.5.1: kept files, a
 cut, a crash walk that dispatches every such record again), tests/test_light_empty_reopen_broker.py (a start
@@ -83,7 +84,9 @@ deleting a reopened queue's last file: 5.5.1 with the second reput, without it a
 ``PIPELINES_FULL_SUITE=1``: the queue's max, the second reput's start and topic ""'s files the broker's);
 tests/test_light_empty_dledger_broker.py (5.5.1, 5.3.3 with ``PIPELINES_FULL_SUITE=1``, over a DLedger commitlog,
 clean: queues deleted, ``--as-restart``
-byte for byte; queues kept, ``verify``: topic "" as held).
+byte for byte; queues kept, ``verify``: topic "" as held); tests/test_light_empty_dledger_held_broker.py (5.5.1,
+5.3.3 with ``PIPELINES_FULL_SUITE=1``: planted topic "" files under ``--as-restart`` with the setting and without it,
+queues kept without it).
 """
 from __future__ import annotations
 
@@ -162,8 +165,8 @@ def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_ch
     if config.brokerVersion not in ("5.5", "5", "4"):
         return "with the broker line not known (brokerVersion auto: give --broker-version)"
     if config.enableDLegerCommitLog and not dledger_checked:
-        return ("over a DLedger commitlog (modelled: a clean 5.x start with recheckReputOffsetFromCq=true over no "
-                "topic \"\" file, or one whose reput starts at the log's end)")
+        return ("over a DLedger commitlog (modelled: a clean 5.x start with recheckReputOffsetFromCq=true over "
+                "deleted queues, or one whose reput starts at the log's end)")
     if config.is_5x and config.recheckReputOffsetFromCq and again is None:
         return ("with recheckReputOffsetFromCq=true whose second reput starts before the recovery's dispatch and "
                 "dispatches such records again (predicted only where that reput opens topic \"\" queue 0 afresh and "
@@ -175,18 +178,28 @@ def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_ch
 
 
 def dledger_start_checked(config: BrokerConfig, *, clean: bool, topic_empty_held: bool,
-                          reput_from: int | None = None, end: int | None = None) -> bool:
+                          reput_from: int | None = None, end: int | None = None, queues_deleted: bool = False) -> bool:
     """Whether a start over a DLedger commitlog (``DLedgerCommitLog.recover``, its reput) is one whose topic "" files
-    the 5.5.1 and 5.3.3 brokers checked (tests/test_light_empty_dledger_broker.py): a clean start (``clean``: no
-    ``abort`` file, so no crash walk) with ``recheckReputOffsetFromCq=true`` either over no topic "" file (not
-    ``topic_empty_held``; ``--as-restart`` predicts a start once ``consumequeue/`` is deleted: the queue
-    table starts empty, so the reput dispatches every record from the log's min offset, each empty-name record to a
-    topic "" queue ``findOrCreateConsumeQueue`` creates afresh, by a new queue's put rule: the plain rebuild's
-    files), or whose reputs start at the log's end (``reput_from`` at or past ``end``, the queues' max: nothing
-    dispatched, and topic "", not loaded, not cut, stays as held)."""
-    if not clean or config.brokerVersion not in ("5.5", "5") or not config.recheckReputOffsetFromCq:
+    the 5.5.1 and 5.3.3 brokers checked (tests/test_light_empty_dledger_broker.py,
+    tests/test_light_empty_dledger_held_broker.py): a
+    clean start (``clean``: no ``abort`` file, so no crash walk; ``dledgerRecoverNormally`` dispatches nothing) and
+
+    * reputs starting at the log's end (``reput_from`` at or past ``end``): nothing dispatched, and topic "", not
+      loaded, not cut, stays as held; with ``recheckReputOffsetFromCq=true`` (the queues' max there) or without it
+      (``DefaultMessageStore.start`` sets the reput at ``getConfirmOffset``, DLedger's committed position, the log's
+      end on a clean start);
+    * ``queues_deleted`` (``--as-restart``: no own queue loaded, and topic "<queueId>"'s queues of the held file
+      names have no file, max -1) with the setting: ``doRecheckReputOffsetFromCq`` dispatches every record from the
+      log's min offset, each empty-name record to a topic "" queue ``findOrCreateConsumeQueue`` creates afresh, by a
+      new queue's put rule (the plain rebuild's files), over no topic "" file or over the held ones
+      (``topic_empty_held``: each written file's bytes over the held one, :func:`over_held`).  Without the
+      setting such a start dispatches nothing where its committed position is the log's end (the walk then finds
+      no record to refuse); one from before it is not checked."""
+    if not clean or config.brokerVersion not in ("5.5", "5"):
         return False
-    return not topic_empty_held or reput_from is not None and end is not None and reput_from >= end
+    if reput_from is not None and end is not None and reput_from >= end:
+        return True
+    return config.recheckReputOffsetFromCq and queues_deleted
 
 
 def restart_refusal(config: BrokerConfig, again: int | None = None) -> str:
@@ -351,7 +364,7 @@ def as_restart_over_dledger_checked(store: StoreLocation, config: BrokerConfig) 
             or refusal_reason(config, again=0, dledger_checked=True):
         return False
     return dledger_start_checked(config, clean=not store.broker_may_be_running(),
-                                 topic_empty_held=bool(held_topic_empty_files(store)))
+                                 topic_empty_held=bool(held_topic_empty_files(store)), queues_deleted=True)
 
 
 def empty_name_units(store: StoreLocation, config: BrokerConfig, start: int, end: int, above: int = -1
