@@ -177,7 +177,7 @@ def refusal_reason(config: BrokerConfig, again: int | None = None, *, dledger_ch
     return ""
 
 
-def dledger_start_checked(config: BrokerConfig, *, clean: bool, topic_empty_held: bool,
+def dledger_start_checked(config: BrokerConfig, *, clean: bool,
                           reput_from: int | None = None, end: int | None = None, queues_deleted: bool = False) -> bool:
     """Whether a start over a DLedger commitlog (``DLedgerCommitLog.recover``, its reput) is one whose topic "" files
     the 5.5.1 and 5.3.3 brokers checked (tests/test_light_empty_dledger_broker.py,
@@ -191,8 +191,8 @@ def dledger_start_checked(config: BrokerConfig, *, clean: bool, topic_empty_held
     * ``queues_deleted`` (``--as-restart``: no own queue loaded, and topic "<queueId>"'s queues of the held file
       names have no file, max -1) with the setting: ``doRecheckReputOffsetFromCq`` dispatches every record from the
       log's min offset, each empty-name record to a topic "" queue ``findOrCreateConsumeQueue`` creates afresh, by a
-      new queue's put rule (the plain rebuild's files), over no topic "" file or over the held ones
-      (``topic_empty_held``: each written file's bytes over the held one, :func:`over_held`).  Without the
+      new queue's put rule (the plain rebuild's files), over no topic "" file or over the held ones (each written
+      file's bytes over the held one, :func:`over_held`).  Without the
       setting such a start dispatches nothing where its committed position is the log's end (the walk then finds
       no record to refuse); one from before it is not checked."""
     if not clean or config.brokerVersion not in ("5.5", "5"):
@@ -363,8 +363,7 @@ def as_restart_over_dledger_checked(store: StoreLocation, config: BrokerConfig) 
     if not config.enableDLegerCommitLog or store.dledger_pending or not all(s.dledger for s in store.segments) \
             or refusal_reason(config, again=0, dledger_checked=True):
         return False
-    return dledger_start_checked(config, clean=not store.broker_may_be_running(),
-                                 topic_empty_held=bool(held_topic_empty_files(store)), queues_deleted=True)
+    return dledger_start_checked(config, clean=not store.broker_may_be_running(), queues_deleted=True)
 
 
 def empty_name_units(store: StoreLocation, config: BrokerConfig, start: int, end: int, above: int = -1

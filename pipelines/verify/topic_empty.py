@@ -73,7 +73,7 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
     files = sorted(rel for rel in store_cq if is_topic_empty_file(rel))
     if recovery is None:   # a DLedger commitlog: predicted where its reputs dispatch nothing (files as held)
         why = refusal_reason(config, again=0, dledger_checked=dledger_start_checked(
-            config, clean=p.clean_shutdown, topic_empty_held=True, reput_from=_dledger_reput_from(p),
+            config, clean=p.clean_shutdown, reput_from=_dledger_reput_from(p),
             end=p.commitlog_end))
         if why or not files:
             _not_predicted(p, files, why)
