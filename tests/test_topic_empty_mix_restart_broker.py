@@ -138,16 +138,23 @@ def test_verify_predicts_the_reput_from_the_min_offset(written, name):
     units = _own_units(exp)
     assert begin == walk == min(keys) and not (d / "before" / "index").exists(), (begin, walk, keys[:3])
     assert units and min(units) == 0 and max(units) < walk, (min(units), max(units), walk)
-    if "verify" not in written:
-        written["verify"] = bh.verify_json(d / "before", d / "broker.conf", bh.BROKER_VERSION_ARG["5.5.1"])
-    v = written["verify"]
-    assert v["report"] is not None, v["stderr"]
-    p = v["report"]["restart"]
-    assert p is not None, v["report"].get("restart_note")
+    p = _restart_prediction(written)
     assert (p["reput_from"], p["reput_from_inclusive"], p["second_reput_from"]) == (walk, True, min(units)), p
     put, lost, _changed = _queue_zero_facts(written, name)
     assert (p["units_dispatched_again"], p["units_lost"]) == (len(units) + put, lost), p
     assert p["index_keys_put_again"] == len(keys), (p["index_keys_put_again"], len(keys))
+
+
+def _restart_prediction(run: dict) -> dict:
+    """``verify``'s restart prediction of the scenario's ``before/`` (run once per scenario, kept in ``run``)."""
+    d = Path(run["scenario"]["dir"])
+    if "verify" not in run:
+        run["verify"] = bh.verify_json(d / "before", d / "broker.conf", bh.BROKER_VERSION_ARG["5.5.1"])
+    v = run["verify"]
+    assert v["report"] is not None, v["stderr"]
+    p = v["report"]["restart"]
+    assert p is not None, v["report"].get("restart_note")
+    return p
 
 
 def _message_offsets(data: bytes) -> set[int]:
@@ -196,13 +203,7 @@ def test_verify_predicts_topic_empty_queue_zero(written, name):
     put, lost, changed = _queue_zero_facts(written, name)
     assert put > 0 and changed > 0, (put, changed)
     assert bool(lost) == bool(_planted(written)), lost   # a planted file's units written over, none without
-    d = Path(written["scenario"]["dir"])
-    if "verify" not in written:
-        written["verify"] = bh.verify_json(d / "before", d / "broker.conf", bh.BROKER_VERSION_ARG["5.5.1"])
-    v = written["verify"]
-    assert v["report"] is not None, v["stderr"]
-    p = v["report"]["restart"]
-    assert p is not None, v["report"].get("restart_note")
+    p = _restart_prediction(written)
     (q,) = [q for q in p["queues"] if q["queue"] == "/0"] or [None]
     assert q is not None, [n for n in p["notes"] if 'topic ""' in n]
     assert (q["units_dispatched_again"], q["units_lost"]) == (put, lost), q
