@@ -36,7 +36,8 @@ from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 
-__all__ = ["HELD_FOLDERS", "empty_request_queue_files", "empty_unit_tags_code", "over_held_files"]
+__all__ = ["HELD_FOLDERS", "empty_request_queue_files", "empty_unit_tags_code", "held_queue_zero_files",
+           "over_held_files"]
 
 # topic "" queue 0's folders (consumequeue//0, consumequeue_ext//0), which the broker's start loads as topic "0"
 HELD_FOLDERS = ("consumequeue/0", "consumequeue_ext/0")
@@ -109,6 +110,11 @@ def _written(config: BrokerConfig, count: int) -> dict[str, tuple[bytes, int]]:
         data, _zeros = build_ext_file(size, zeros, zeros, k < files - 1)
         out[f"consumequeue_ext/0/{ext_file_name(k, size)}"] = (bytes(data), size)
     return out
+
+
+def held_queue_zero_files(store: StoreLocation) -> dict[str, bytes]:
+    """The files ``store`` holds directly in topic "" queue 0's folders (:data:`HELD_FOLDERS`), by relative path."""
+    return dict(_held(store, set()))
 
 
 def _held(store: StoreLocation, opened: set[str]) -> list[tuple[str, bytes]]:

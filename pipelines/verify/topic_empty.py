@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pyarrow.fs as pafs
 
 from store_format.concurrent_reput import concurrent_reput_stop, cut_at
 from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
 from store_format.consumequeue_recovery import CQ_RULES
+from store_format.empty_request_held import held_queue_zero_files
 from store_format.empty_topic_restart import (
     dledger_start_checked,
     empty_name_units,
@@ -108,7 +108,7 @@ def predict_topic_empty(st: StoreLocation, config: BrokerConfig, store_cq: dict[
                 _not_predicted(p, files, mix)
                 return
             if mix is not None:
-                _predict_mix(st, files, mix, p, held_files)
+                _predict_mix(st, files, mix, p)
                 return
         later, later_sizes = empty_name_units(st, config, recovery.dispatch_from, p.commitlog_end, again_from - 1) \
             if again_from is not None and again_from >= recovery.dispatch_from else (None, {})
@@ -209,24 +209,14 @@ def _mix(st: StoreLocation, config: BrokerConfig, start: int, end: int, anomalie
     return why if mix.others else mix
 
 
-def _held_bytes(st: StoreLocation, rel: str) -> bytes | None:
-    """The bytes of the store's file ``rel`` (relative to its root), None where it holds none."""
-    path = f"{st.root}/{rel}"
-    if st.fs.get_file_info(path).type != pafs.FileType.File:
-        return None
-    with st.fs.open_input_file(path) as f:
-        return f.read()
-
-
-def _predict_mix(st: StoreLocation, files: list[str], mix: QueueZeroAtRestart, p: RestartPrediction,
-                 held_files: dict[str, bytes] | None) -> None:
+def _predict_mix(st: StoreLocation, files: list[str], mix: QueueZeroAtRestart, p: RestartPrediction) -> None:
     """Queue 0 as :func:`_mix` puts it (a :class:`QueueRestart` ``/0``: units put, units on disk overwritten; files
     of ``consumequeue/0/`` and ``consumequeue_ext/0/`` then differing from the store's) and the note line."""
-    held = held_topic_empty_files(st) if held_files is None else held_files
+    held = held_queue_zero_files(st)
     changed, before_units, after_units = 0, set(), set()
     for rel, pieces in mix.files:
         data = bytes(pieces[0]) + bytes(int(pieces[1]) if len(pieces) > 1 else 0)
-        before = held[rel] if rel in held else _held_bytes(st, rel)
+        before = held.get(rel)
         changed += data != before
         if rel.startswith("consumequeue/"):
             before_units |= _units(before or b"")
