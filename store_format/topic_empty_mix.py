@@ -121,11 +121,10 @@ def merged_queue_zero_files(config: BrokerConfig, light: tuple[np.ndarray, np.nd
 
 class QueueZeroAtRestart(NamedTuple):
     """What a start's reput leaves of topic "" queue 0 where the mix forms (:func:`second_reput_queue_zero`): the
-    files of its folders (relative paths and pieces, :func:`merged_queue_zero_files` over the store's), each queue
-    file's figures, the units put (the empty request's, where it came first, and the empty-name ones) and the other
-    topic "" queues' empty-name units, (commitlog offset, queue id, queue offset) in dispatch order."""
+    files of its folders (relative paths and pieces, :func:`merged_queue_zero_files` over the store's), the units
+    put (the empty request's, where it came first, and the empty-name ones) and the other topic "" queues' empty-name
+    units, (commitlog offset, queue id, queue offset) in dispatch order."""
     files: list[tuple[str, list]]
-    figures: list[MixedFile]
     put: int
     others: list[tuple[int, int, int]]
 
@@ -148,5 +147,5 @@ def second_reput_queue_zero(store: StoreLocation, config: BrokerConfig, units: l
              np.array([qoff for _, _, qoff in mine], dtype=np.int64))
     files, figures = merged_queue_zero_files(config, light, first_empty_at, count, store)
     first = empty_first_state(config, light[0], first_empty_at, count) is not None
-    return QueueZeroAtRestart(files, figures, sum(f.entries for f in figures) + int(first),
+    return QueueZeroAtRestart(files, sum(f.entries for f in figures) + int(first),
                               [u for u in kept if u[1] != 0])
