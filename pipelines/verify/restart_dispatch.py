@@ -8,6 +8,7 @@ to (:func:`parsed_only_queues`).  5.x ``doRecheckReputOffsetFromCq``'s second wa
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -129,6 +130,8 @@ def dispatch_again(s: QueueState, r: Reput, cut_away: np.ndarray,
     n_tail = n_cut = n_records = n_again = n_own_put = n_own_cut = 0
     top = -1
     rule = by_position and q.layout != BCQ_DIR and r.cut_at is None and r.skip is None
+    if rule and walked is None:   # _put_by_position and the loop below read the same files: each once
+        read_expected = functools.cache(read_expected)
     placed = _put_by_position(s, r, read_expected, walked) if rule else None
     upto = np.iinfo(np.int64).max if r.again_to is None else r.again_to
     first, commitlog_end, skip, cut_at, ext_again_from = r.first, r.end, r.skip, r.cut_at, r.ext_again_from
