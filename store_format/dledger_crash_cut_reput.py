@@ -279,12 +279,14 @@ def _keys_before(track: QueueTrack, walk: WalkedPositions, process_offset: int) 
     out = {q: (key, False) for q, (key, _end) in sorted({**track.light_before, **track.last_before}.items())}
     for q in set(track.last_before) & set(track.light_before):
         out[q] = (max(track.last_before[q], track.light_before[q], key=lambda r: r[1])[0], False)
-    kept_units = walk.units[walk.units[:, U_OFFSET] < process_offset]
-    for q in np.unique(kept_units[:, U_QUEUE]).tolist():
-        keys = kept_units[kept_units[:, U_QUEUE] == q, U_KEY].tolist()
-        earlier = [out[q][0]] if q in out else []
-        keys = earlier + keys
-        out[q] = (keys[-1], len(keys) > 1 and keys[-1] == keys[-2] + 1)
+    kept = walk.units[walk.units[:, U_OFFSET] < process_offset]
+    order = np.argsort(kept[:, U_QUEUE], kind="stable")   # each queue's units in walk order, queue after queue
+    queues, keys = kept[order, U_QUEUE], kept[order, U_KEY]
+    last = np.flatnonzero(np.r_[queues[1:] != queues[:-1], True]) if len(kept) else np.zeros(0, np.int64)
+    first = np.r_[0, last[:-1] + 1] if len(last) else last
+    for q, i, lo in zip(queues[last].tolist(), last.tolist(), first.tolist()):
+        before = int(keys[i - 1]) if i > lo else out[q][0] if q in out else None
+        out[q] = (int(keys[i]), before is not None and int(keys[i]) == before + 1)
     return out
 
 
